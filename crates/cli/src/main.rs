@@ -1,0 +1,49 @@
+//! pcstreamctl: the command-line front end of pcstream.
+//!
+//! Each subcommand lives in its own module with its own clap `Args` struct;
+//! this file only dispatches. Exit codes: 0 success, 1 runtime failure,
+//! 2 usage error (clap), and the traced command's own status for `run`/`record`.
+
+use clap::{Parser, Subcommand};
+
+mod record;
+mod run;
+mod sim;
+mod trace_stats;
+
+/// Fully automatic data placement for multi-stream and FDP SSDs.
+#[derive(Debug, Parser)]
+#[command(name = "pcstreamctl", version, about, propagate_version = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Simulate an SSD on a synthetic workload or a block trace and report WAF.
+    Sim(sim::SimArgs),
+    /// Run a command under the shim (LD_PRELOAD=libpcstream.so).
+    Run(run::RunArgs),
+    /// Run a command tree under the shim and record one merged trace.
+    Record(record::RecordArgs),
+    /// Summarise a trace: signatures with volume, calls, files and call paths.
+    TraceStats(trace_stats::TraceStatsArgs),
+}
+
+fn main() -> std::process::ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Sim(a) => sim::run(a),
+        Command::Run(a) => run::run(a),
+        Command::Record(a) => record::run(a),
+        Command::TraceStats(a) => trace_stats::run(a),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("pcstreamctl: error: {e:#}");
+            std::process::ExitCode::from(1)
+        }
+    }
+}

@@ -1,0 +1,26 @@
+//! The placement engine of pcstream: everything that decides *which stream a
+//! write goes to*, shared by the daemon (online), the simulator (offline) and,
+//! for its plain types only, the shim.
+//!
+//! Start reading at [`policy::Placement`], the trait every placement policy
+//! implements. The wire formats (shim events, trace records, gRPC messages)
+//! live in [`wire`], generated from `proto/pcstream.proto`; trace files are
+//! read and written by [`trace`]. PC signatures are defined in [`signature`],
+//! kernel write-lifetime hints in [`hint`].
+//!
+//! This crate does no I/O on its own beyond trace files, spawns no threads and
+//! owns no sockets: the daemon and the CLI do that.
+
+pub mod hint;
+pub mod policy;
+pub mod signature;
+pub mod trace;
+
+/// Messages generated from `proto/pcstream.proto` (package `pcstream.v1`).
+#[allow(missing_docs, clippy::all, missing_debug_implementations)]
+pub mod wire {
+    include!(concat!(env!("OUT_DIR"), "/pcstream.v1.rs"));
+}
+
+pub use policy::{Baseline, FromTrace, Placement, StreamId, WriteCtx};
+pub use signature::Signature;

@@ -1,0 +1,1 @@
+//! libpcstream.so: the LD_PRELOAD shim.

@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# The whole test suite: installs what it needs, then formatting, lints and
+# every test (unit, property, integration with real processes under the shim).
+# Usage: scripts/test.sh            (from anywhere inside the clone)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh
+export CARGO_TERM_COLOR=never
+echo "== cargo fmt --check"
+cargo fmt --all -- --check
+echo "== cargo clippy"
+cargo clippy --workspace --all-targets --release -- -D warnings
+echo "== cargo test"
+cargo test --workspace --release -- --test-threads=2
