@@ -1,0 +1,132 @@
+//! Helpers shared by the cross-crate integration tests in `tests/tests/`:
+//! locating the built `libpcstream.so` and `pcstreamctl`, compiling small C
+//! programs, and making sure the external tools a test drives are installed.
+//!
+//! Integration tests run real processes. When a tool is missing they install
+//! it (`apt-get`, as root) or fail with a message naming the package: never a
+//! silent skip.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+/// `target/<profile>` of the running test binary (`target/<profile>/deps/..`).
+pub fn target_profile_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("current_exe");
+    let deps = exe.parent().expect("test binary has a parent dir");
+    deps.parent()
+        .expect("deps dir has a parent (target/<profile>)")
+        .to_path_buf()
+}
+
+fn build_lock() -> &'static std::sync::Mutex<()> {
+    static L: OnceLock<std::sync::Mutex<()>> = OnceLock::new();
+    L.get_or_init(|| std::sync::Mutex::new(()))
+}
+
+/// Path of a workspace artifact (`libpcstream.so`, `pcstreamctl`), building
+/// `package` with the test's own profile when it is not there yet.
+pub fn artifact(file: &str, package: &str) -> PathBuf {
+    let dir = target_profile_dir();
+    let path = dir.join(file);
+    let _g = build_lock().lock().unwrap_or_else(|e| e.into_inner());
+    if !path.exists() {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let mut cmd = Command::new(cargo);
+        cmd.args(["build", "-q", "-p", package]);
+        let profile = dir.file_name().and_then(|n| n.to_str()).unwrap_or("debug");
+        match profile {
+            "debug" => {}
+            "release" => {
+                cmd.arg("--release");
+            }
+            other => {
+                cmd.args(["--profile", other]);
+            }
+        }
+        if let Some(target) = dir.parent() {
+            cmd.env("CARGO_TARGET_DIR", target);
+        }
+        let st = cmd.status().expect("run cargo build");
+        assert!(st.success(), "cargo build -p {package} failed");
+    }
+    assert!(path.exists(), "{} missing after building {package}", path.display());
+    path
+}
+
+/// The shim, `libpcstream.so`.
+pub fn shim() -> PathBuf {
+    artifact("libpcstream.so", "pcstream-preload")
+}
+
+/// The `pcstreamctl` binary.
+pub fn pcstreamctl() -> PathBuf {
+    artifact("pcstreamctl", "pcstreamctl")
+}
+
+/// Makes sure `cmd` is on PATH: installs Debian `package` with apt-get when
+/// running as root, otherwise panics naming the package to install.
+pub fn require_tool(cmd: &str, package: &str) {
+    static APT: OnceLock<std::sync::Mutex<()>> = OnceLock::new();
+    let _g = APT
+        .get_or_init(|| std::sync::Mutex::new(()))
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    if which(cmd).is_some() {
+        return;
+    }
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let root = unsafe { libc::geteuid() } == 0;
+    assert!(
+        root,
+        "`{cmd}` is not installed and this test is not root: run `apt-get install {package}`"
+    );
+    let ok = Command::new("sh")
+        .args([
+            "-c",
+            &format!(
+                "DEBIAN_FRONTEND=noninteractive apt-get install -y -qq {package} >/dev/null \
+                 || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq {package} >/dev/null)"
+            ),
+        ])
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false);
+    assert!(
+        ok && which(cmd).is_some(),
+        "could not install `{cmd}` (Debian package {package})"
+    );
+}
+
+/// First `cmd` on PATH.
+pub fn which(cmd: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join(cmd))
+        .find(|p| p.is_file())
+}
+
+/// Compiles C source `src` into executable `out` with `cc` and extra `flags`.
+/// Panics with the compiler's output on failure.
+pub fn compile_c(src: &Path, out: &Path, flags: &[&str]) {
+    require_tool("cc", "gcc");
+    let o = Command::new("cc")
+        .args(flags)
+        .arg("-o")
+        .arg(out)
+        .arg(src)
+        .arg("-lpthread")
+        .output()
+        .expect("run cc");
+    assert!(
+        o.status.success(),
+        "cc {} failed:\n{}",
+        src.display(),
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+/// Directory holding the C sources used by the tests (`tests/c/`).
+pub fn c_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("c")
+}
