@@ -11,7 +11,18 @@
 //! This crate does no I/O on its own beyond trace files, spawns no threads and
 //! owns no sockets: the daemon and the CLI do that.
 
+pub mod app_hints;
+pub mod autostream;
 pub mod hint;
+pub mod lifetime;
+#[cfg(feature = "learn")]
+pub mod mapper;
+#[cfg(feature = "learn")]
+pub mod oracle;
+#[cfg(feature = "learn")]
+pub mod pcstream;
+#[cfg(feature = "learn")]
+pub mod policies;
 pub mod policy;
 pub mod signature;
 pub mod trace;

@@ -46,6 +46,13 @@ pub trait Placement {
 
     /// Logical pages `lpn..lpn+pages` were trimmed at logical time `time`.
     fn trim(&mut self, _lpn: u64, _pages: u32, _time: u64) {}
+
+    /// Pages `first_page..first_page+pages` of file `file` (`(dev, ino)`)
+    /// stopped being live at logical time `time`: a punch-hole, a truncate
+    /// (`pages = u64::MAX`, "to the end") or an unlink/replacing rename
+    /// (`first_page = 0, pages = u64::MAX`). Policies that learn lifetimes
+    /// from files need these; LBA-based ones ignore them.
+    fn invalidate_file(&mut self, _file: (u64, u64), _first_page: u64, _pages: u64, _time: u64) {}
 }
 
 /// Everything in one stream: what a conventional SSD does.

@@ -1,0 +1,600 @@
+//! The lifetime manager: measures how long the data of each PC signature lives.
+//!
+//! It owns two tables, as in the paper (§5.1):
+//!
+//! * the **live-data table**, keyed by `(space, chunk)` → `(written at,
+//!   signature, live extent)`. A *space* is a file `(dev, ino)` when the write
+//!   names one, or the device's LBA space ([`LBA_SPACE`]) for block-level
+//!   writes. A chunk is `chunk_pages` pages (1 = 4 KiB, exact; 256 = 1 MiB,
+//!   the paper's choice and the default). Memory is bounded by `max_entries`
+//!   with least-recently-used eviction (an evicted chunk's life is simply not
+//!   measured);
+//! * the **signature table** (the paper's PC attribute table), signature →
+//!   [`SigStats`]: pages written, deaths seen, and the lifetime estimate.
+//!
+//! The clock is logical: 4 KiB pages written (the caller passes it in, the
+//! daemon counts pages of all clients, the simulator counts host pages).
+//! A *death* is an overwrite, a TRIM/punch, a truncate or an unlink of live
+//! pages; its lifetime is `now − written at`, attributed to the signature that
+//! wrote the chunk, weighted by the pages that died.
+//!
+//! Coarse chunks: the paper treats any write into a live 1 MiB chunk as an
+//! update, which makes appends look like deaths of a few pages. pcstream keeps
+//! each chunk's *live extent* `[lo, hi)` (pages within the chunk): a write that
+//! does not overlap the extent (an append) only widens it; a write that
+//! overlaps it ends the life of the overlapped pages, and the chunk is then
+//! re-stamped with the new write's time and signature (pages of the old extent
+//! that were not overwritten keep living under the new stamp — the
+//! approximation the paper accepts). At `chunk_pages = 1` everything is exact.
+//! A chunk keeps the time and signature of its first write until overwritten.
+//!
+//! Lifetime estimate per signature, on `log2(lifetime in pages)`: an
+//! exponentially weighted moving average whose weight is
+//! `ewma_alpha_per_mib` per MiB (256 pages) of dead data, so the estimate
+//! does not depend on the chunk size; plus the page-weighted mean and variance
+//! (Welford) and a histogram of whole-log2 buckets for reports.
+
+use std::collections::{BTreeMap, HashMap};
+
+/// A file identity `(dev, ino)`, or [`LBA_SPACE`].
+pub type SpaceKey = (u64, u64);
+
+/// The space of block-level (LBA-addressed) writes and TRIMs.
+pub const LBA_SPACE: SpaceKey = (u64::MAX, u64::MAX);
+
+/// Page count meaning "to the end of the file" (truncate, unlink).
+pub const TO_END: u64 = u64::MAX;
+
+/// Histogram buckets: `log2(lifetime)` in `[i, i+1)` goes to bucket `i`.
+pub const HIST_BUCKETS: usize = 48;
+
+/// Pages per MiB (the unit of the EWMA weight).
+const PAGES_PER_MIB: f64 = 256.0;
+
+/// Approximate bytes one live-data entry costs (slot + index node share);
+/// used to turn a memory budget into `max_entries`.
+pub const ENTRY_BYTES: usize = 96;
+
+/// Tunables of the lifetime manager.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
+pub struct LifetimeConfig {
+    /// Pages per live-table chunk (1 = 4 KiB exact … 256 = 1 MiB). Default 256.
+    pub chunk_pages: u32,
+    /// Live-table entries kept before least-recently-used eviction.
+    /// Default: 64 MiB / [`ENTRY_BYTES`] (the dissertation's 64 MiB cap).
+    pub max_entries: usize,
+    /// EWMA weight of one MiB of dead data in the log2-lifetime estimate. Default 0.125.
+    pub ewma_alpha_per_mib: f64,
+}
+
+impl Default for LifetimeConfig {
+    fn default() -> Self {
+        LifetimeConfig {
+            chunk_pages: 256,
+            max_entries: (64 << 20) / ENTRY_BYTES,
+            ewma_alpha_per_mib: 0.125,
+        }
+    }
+}
+
+/// What is known about one signature's data.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct SigStats {
+    /// Pages written by this signature.
+    pub written_pages: u64,
+    /// Logical time of its first write.
+    pub first_write: u64,
+    /// Logical time of its latest write.
+    pub last_write: u64,
+    /// Deaths observed (chunk-level events).
+    pub deaths: u64,
+    /// Pages whose death was observed.
+    pub dead_pages: u64,
+    /// EWMA of log2(lifetime in pages); meaningful once `deaths > 0`.
+    pub ewma_log2: f64,
+    /// Page-weighted mean of log2(lifetime).
+    pub mean_log2: f64,
+    /// Page-weighted sum of squared deviations (Welford); variance = m2 / dead_pages.
+    pub m2_log2: f64,
+    /// Dead pages per whole-log2 lifetime bucket.
+    pub hist: Vec<u64>,
+}
+
+impl SigStats {
+    fn new(now: u64) -> Self {
+        SigStats {
+            written_pages: 0,
+            first_write: now,
+            last_write: now,
+            deaths: 0,
+            dead_pages: 0,
+            ewma_log2: 0.0,
+            mean_log2: 0.0,
+            m2_log2: 0.0,
+            hist: vec![0; HIST_BUCKETS],
+        }
+    }
+
+    /// The current lifetime estimate (log2 pages), `None` before any death.
+    pub fn estimate_log2(&self) -> Option<f64> {
+        (self.deaths > 0).then_some(self.ewma_log2)
+    }
+
+    /// Page-weighted variance of log2(lifetime), `None` before any death.
+    pub fn variance_log2(&self) -> Option<f64> {
+        (self.dead_pages > 0).then(|| self.m2_log2 / self.dead_pages as f64)
+    }
+
+    fn record_death(&mut self, lifetime: u64, pages: u64, alpha_per_mib: f64) {
+        if pages == 0 {
+            return;
+        }
+        let x = (lifetime.max(1) as f64).log2();
+        let a = 1.0 - (1.0 - alpha_per_mib.clamp(0.0, 1.0)).powf(pages as f64 / PAGES_PER_MIB);
+        if self.deaths == 0 {
+            self.ewma_log2 = x;
+        } else {
+            self.ewma_log2 += a * (x - self.ewma_log2);
+        }
+        // Weighted Welford.
+        let w_old = self.dead_pages as f64;
+        let w_new = w_old + pages as f64;
+        let delta = x - self.mean_log2;
+        self.mean_log2 += delta * pages as f64 / w_new;
+        self.m2_log2 += delta * (x - self.mean_log2) * pages as f64;
+        self.deaths += 1;
+        self.dead_pages += pages;
+        let b = (x as usize).min(HIST_BUCKETS - 1);
+        self.hist[b] += pages;
+    }
+}
+
+/// Counters of the lifetime manager.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LifetimeCounters {
+    /// Write events seen.
+    pub writes: u64,
+    /// Deaths attributed to a signature.
+    pub deaths: u64,
+    /// Live-table entries evicted by the memory cap.
+    pub evictions: u64,
+}
+
+const NIL: u32 = u32::MAX;
+
+#[derive(Debug, Clone)]
+struct Slot {
+    space: SpaceKey,
+    chunk: u64,
+    born: u64,
+    sig: u64,
+    lo: u32,
+    hi: u32,
+    prev: u32,
+    next: u32,
+}
+
+/// The live-data table plus the signature table. See the module docs.
+#[derive(Debug)]
+pub struct LifetimeManager {
+    cfg: LifetimeConfig,
+    /// Per space: chunk → slot index (ordered, so range invalidation is
+    /// cheap and deterministic).
+    index: HashMap<SpaceKey, BTreeMap<u64, u32>>,
+    slots: Vec<Slot>,
+    free: Vec<u32>,
+    /// LRU list: head = most recently used.
+    head: u32,
+    tail: u32,
+    live: usize,
+    sigs: HashMap<u64, SigStats>,
+    counters: LifetimeCounters,
+}
+
+impl LifetimeManager {
+    /// An empty manager. `chunk_pages` and `max_entries` are raised to at least 1.
+    pub fn new(mut cfg: LifetimeConfig) -> Self {
+        cfg.chunk_pages = cfg.chunk_pages.max(1);
+        cfg.max_entries = cfg.max_entries.clamp(1, (NIL - 1) as usize);
+        LifetimeManager {
+            cfg,
+            index: HashMap::new(),
+            slots: Vec::new(),
+            free: Vec::new(),
+            head: NIL,
+            tail: NIL,
+            live: 0,
+            sigs: HashMap::new(),
+            counters: LifetimeCounters::default(),
+        }
+    }
+
+    /// The configuration in force.
+    pub fn config(&self) -> &LifetimeConfig {
+        &self.cfg
+    }
+
+    /// Counters so far.
+    pub fn counters(&self) -> LifetimeCounters {
+        self.counters
+    }
+
+    /// Live-table entries currently held.
+    pub fn live_entries(&self) -> usize {
+        self.live
+    }
+
+    /// Statistics of one signature.
+    pub fn sig(&self, sig: u64) -> Option<&SigStats> {
+        self.sigs.get(&sig)
+    }
+
+    /// All signatures with their statistics, sorted by signature.
+    pub fn sigs_sorted(&self) -> Vec<(u64, &SigStats)> {
+        let mut v: Vec<_> = self.sigs.iter().map(|(k, s)| (*k, s)).collect();
+        v.sort_unstable_by_key(|e| e.0);
+        v
+    }
+
+    /// Number of signatures known.
+    pub fn sig_count(&self) -> usize {
+        self.sigs.len()
+    }
+
+    /// Replaces the signature table (e.g. reloaded from the daemon's state
+    /// file); live data is untouched.
+    pub fn load_sigs(&mut self, sigs: impl IntoIterator<Item = (u64, SigStats)>) {
+        for (k, mut s) in sigs {
+            s.hist.resize(HIST_BUCKETS, 0);
+            self.sigs.insert(k, s);
+        }
+    }
+
+    /// `pages` pages starting at page `first` of `space` were written by
+    /// `sig` (0 = unknown signature: overwrites still end lives, but the new
+    /// data is attributed to nobody) at logical time `now`.
+    pub fn write(&mut self, space: SpaceKey, first: u64, pages: u64, sig: u64, now: u64) {
+        if pages == 0 {
+            return;
+        }
+        self.counters.writes += 1;
+        if sig != 0 {
+            let s = self.sigs.entry(sig).or_insert_with(|| SigStats::new(now));
+            s.written_pages += pages;
+            s.last_write = now;
+        }
+        let cp = u64::from(self.cfg.chunk_pages);
+        let end = first.saturating_add(pages);
+        let mut p = first;
+        while p < end {
+            let chunk = p / cp;
+            let base = chunk * cp;
+            let a = (p - base) as u32;
+            let b = ((end - base).min(cp)) as u32;
+            self.write_chunk(space, chunk, a, b, sig, now);
+            p = base + cp;
+        }
+    }
+
+    fn write_chunk(&mut self, space: SpaceKey, chunk: u64, a: u32, b: u32, sig: u64, now: u64) {
+        let found = self.index.get(&space).and_then(|m| m.get(&chunk)).copied();
+        match found {
+            Some(i) => {
+                let s = &self.slots[i as usize];
+                let overlap = u64::from(b.min(s.hi).saturating_sub(a.max(s.lo)));
+                let (old_sig, born) = (s.sig, s.born);
+                if overlap > 0 {
+                    self.death(old_sig, now.saturating_sub(born), overlap);
+                    let s = &mut self.slots[i as usize];
+                    s.born = now;
+                    s.sig = sig;
+                }
+                let s = &mut self.slots[i as usize];
+                s.lo = s.lo.min(a);
+                s.hi = s.hi.max(b);
+                self.touch(i);
+            }
+            None => {
+                if self.live >= self.cfg.max_entries {
+                    self.evict_lru();
+                }
+                let slot = Slot {
+                    space,
+                    chunk,
+                    born: now,
+                    sig,
+                    lo: a,
+                    hi: b,
+                    prev: NIL,
+                    next: NIL,
+                };
+                let i = match self.free.pop() {
+                    Some(i) => {
+                        self.slots[i as usize] = slot;
+                        i
+                    }
+                    None => {
+                        self.slots.push(slot);
+                        (self.slots.len() - 1) as u32
+                    }
+                };
+                self.index.entry(space).or_default().insert(chunk, i);
+                self.live += 1;
+                self.push_front(i);
+            }
+        }
+    }
+
+    /// Pages `first..first+pages` of `space` stopped being live at `now`
+    /// (TRIM, punch-hole, truncate with `pages = TO_END`, unlink with
+    /// `first = 0, pages = TO_END`).
+    pub fn invalidate(&mut self, space: SpaceKey, first: u64, pages: u64, now: u64) {
+        if pages == 0 {
+            return;
+        }
+        let cp = u64::from(self.cfg.chunk_pages);
+        let end = first.saturating_add(pages);
+        let (c0, c1) = (first / cp, end.div_ceil(cp));
+        let Some(map) = self.index.get_mut(&space) else {
+            return;
+        };
+        let hits: Vec<(u64, u32)> = map.range(c0..c1).map(|(c, i)| (*c, *i)).collect();
+        let mut removed = Vec::new();
+        let mut deaths = Vec::new();
+        for (chunk, i) in hits {
+            let base = chunk * cp;
+            let a = first.saturating_sub(base).min(cp) as u32;
+            let b = (end - base).min(cp) as u32;
+            let s = &mut self.slots[i as usize];
+            let overlap = u64::from(b.min(s.hi).saturating_sub(a.max(s.lo)));
+            if overlap == 0 {
+                continue;
+            }
+            deaths.push((s.sig, now.saturating_sub(s.born), overlap));
+            if a <= s.lo && b >= s.hi {
+                map.remove(&chunk);
+                removed.push(i);
+            } else if a <= s.lo {
+                s.lo = b;
+            } else if b >= s.hi {
+                s.hi = a;
+            }
+            // A hole strictly inside the extent: the extent cannot split; the
+            // surviving pages on both sides keep the entry alive.
+        }
+        if map.is_empty() {
+            self.index.remove(&space);
+        }
+        for i in removed {
+            self.unlink_slot(i);
+            self.free.push(i);
+            self.live -= 1;
+        }
+        for (sig, life, pages) in deaths {
+            self.death(sig, life, pages);
+        }
+    }
+
+    fn death(&mut self, sig: u64, lifetime: u64, pages: u64) {
+        if sig == 0 {
+            return;
+        }
+        let alpha = self.cfg.ewma_alpha_per_mib;
+        if let Some(s) = self.sigs.get_mut(&sig) {
+            s.record_death(lifetime, pages, alpha);
+            self.counters.deaths += 1;
+        }
+    }
+
+    fn evict_lru(&mut self) {
+        let i = self.tail;
+        if i == NIL {
+            return;
+        }
+        let (space, chunk) = (self.slots[i as usize].space, self.slots[i as usize].chunk);
+        if let Some(m) = self.index.get_mut(&space) {
+            m.remove(&chunk);
+            if m.is_empty() {
+                self.index.remove(&space);
+            }
+        }
+        self.unlink_slot(i);
+        self.free.push(i);
+        self.live -= 1;
+        self.counters.evictions += 1;
+    }
+
+    fn unlink_slot(&mut self, i: u32) {
+        let (p, n) = (self.slots[i as usize].prev, self.slots[i as usize].next);
+        if p == NIL {
+            self.head = n;
+        } else {
+            self.slots[p as usize].next = n;
+        }
+        if n == NIL {
+            self.tail = p;
+        } else {
+            self.slots[n as usize].prev = p;
+        }
+        self.slots[i as usize].prev = NIL;
+        self.slots[i as usize].next = NIL;
+    }
+
+    fn push_front(&mut self, i: u32) {
+        self.slots[i as usize].prev = NIL;
+        self.slots[i as usize].next = self.head;
+        if self.head != NIL {
+            self.slots[self.head as usize].prev = i;
+        }
+        self.head = i;
+        if self.tail == NIL {
+            self.tail = i;
+        }
+    }
+
+    fn touch(&mut self, i: u32) {
+        if self.head != i {
+            self.unlink_slot(i);
+            self.push_front(i);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn exact() -> LifetimeManager {
+        LifetimeManager::new(LifetimeConfig {
+            chunk_pages: 1,
+            max_entries: 1 << 20,
+            ewma_alpha_per_mib: 1.0,
+        })
+    }
+
+    const F: SpaceKey = (1, 10);
+
+    #[test]
+    fn overwrite_measures_lifetime_in_pages_written() {
+        let mut m = exact();
+        m.write(F, 0, 4, 7, 0);
+        m.write(LBA_SPACE, 100, 60, 8, 4);
+        m.write(F, 0, 4, 7, 64);
+        let s = m.sig(7).unwrap();
+        assert_eq!(s.deaths, 4);
+        assert_eq!(s.dead_pages, 4);
+        assert!((s.estimate_log2().unwrap() - 6.0).abs() < 1e-9);
+        assert_eq!(s.hist[6], 4);
+        assert_eq!(m.sig(8).unwrap().deaths, 0);
+        assert_eq!(m.sig(8).unwrap().estimate_log2(), None);
+    }
+
+    #[test]
+    fn unlink_and_truncate_end_lives() {
+        let mut m = exact();
+        m.write(F, 0, 10, 1, 0);
+        m.invalidate(F, 6, TO_END, 32);
+        assert_eq!(m.sig(1).unwrap().dead_pages, 4);
+        assert_eq!(m.live_entries(), 6);
+        m.invalidate(F, 0, TO_END, 1024);
+        let s = m.sig(1).unwrap();
+        assert_eq!(s.dead_pages, 10);
+        assert_eq!(m.live_entries(), 0);
+        // 4 pages at 2^5, 6 pages at 2^10: page-weighted mean 8.
+        assert!((s.mean_log2 - 8.0).abs() < 1e-9, "{}", s.mean_log2);
+        assert!((s.variance_log2().unwrap() - 6.0).abs() < 1e-9);
+        // Nothing left: a second unlink is a no-op.
+        m.invalidate(F, 0, TO_END, 2000);
+        assert_eq!(m.sig(1).unwrap().dead_pages, 10);
+    }
+
+    #[test]
+    fn coarse_chunks_treat_appends_as_appends() {
+        let mut m = LifetimeManager::new(LifetimeConfig {
+            chunk_pages: 256,
+            ..Default::default()
+        });
+        for p in 0..512 {
+            m.write(F, p, 1, 3, p);
+        }
+        assert_eq!(m.sig(3).unwrap().deaths, 0, "appends are not overwrites");
+        assert_eq!(m.live_entries(), 2);
+        m.invalidate(F, 0, TO_END, 700);
+        let s = m.sig(3).unwrap();
+        assert_eq!(s.dead_pages, 512);
+        assert_eq!(s.deaths, 2);
+        // Chunk 0 born at 0 (lifetime 700), chunk 1 born at 256 (lifetime 444).
+        assert_eq!(s.hist[9], 256);
+        assert_eq!(s.hist[8], 256);
+        // Overwriting inside a live extent is a death of the overlapped pages.
+        m.write(F, 0, 8, 3, 2000);
+        m.write(F, 4, 8, 3, 2100);
+        assert_eq!(m.sig(3).unwrap().dead_pages, 516);
+    }
+
+    #[test]
+    fn punch_inside_extent_keeps_the_entry() {
+        let mut c = LifetimeManager::new(LifetimeConfig {
+            chunk_pages: 16,
+            ..Default::default()
+        });
+        c.write(F, 0, 16, 1, 0);
+        c.invalidate(F, 4, 4, 100);
+        assert_eq!(c.sig(1).unwrap().dead_pages, 4);
+        assert_eq!(c.live_entries(), 1, "pages on both sides still live");
+        c.write((1, 11), 0, 16, 1, 0);
+        c.invalidate((1, 11), 0, 4, 200);
+        c.invalidate((1, 11), 4, 12, 200);
+        assert_eq!(c.sig(1).unwrap().dead_pages, 20);
+        assert_eq!(
+            c.live_entries(),
+            1,
+            "a prefix then the rest empty the extent"
+        );
+    }
+
+    #[test]
+    fn lru_cap_evicts_least_recently_used() {
+        let mut m = LifetimeManager::new(LifetimeConfig {
+            chunk_pages: 1,
+            max_entries: 3,
+            ewma_alpha_per_mib: 0.5,
+        });
+        m.write(LBA_SPACE, 0, 1, 1, 0);
+        m.write(LBA_SPACE, 1, 1, 1, 1);
+        m.write(LBA_SPACE, 2, 1, 1, 2);
+        m.write(LBA_SPACE, 0, 1, 1, 3); // touches page 0 (death, re-stamped)
+        m.write(LBA_SPACE, 3, 1, 1, 4); // evicts page 1, the LRU
+        assert_eq!(m.live_entries(), 3);
+        assert_eq!(m.counters().evictions, 1);
+        let before = m.sig(1).unwrap().deaths;
+        m.invalidate(LBA_SPACE, 1, 1, 10);
+        assert_eq!(
+            m.sig(1).unwrap().deaths,
+            before,
+            "evicted page is forgotten"
+        );
+        m.invalidate(LBA_SPACE, 0, 1, 10);
+        assert_eq!(m.sig(1).unwrap().deaths, before + 1);
+    }
+
+    #[test]
+    fn ewma_weight_is_per_mib_not_per_chunk() {
+        let cfg = |cp| LifetimeConfig {
+            chunk_pages: cp,
+            max_entries: 1 << 20,
+            ewma_alpha_per_mib: 0.25,
+        };
+        let mut fine = LifetimeManager::new(cfg(1));
+        let mut coarse = LifetimeManager::new(cfg(256));
+        for m in [&mut fine, &mut coarse] {
+            m.write(F, 0, 256, 1, 0);
+            m.invalidate(F, 0, TO_END, 16);
+            m.write(F, 0, 256, 1, 100);
+            m.invalidate(F, 0, TO_END, 100 + 4096);
+        }
+        let (a, b) = (
+            fine.sig(1).unwrap().estimate_log2().unwrap(),
+            coarse.sig(1).unwrap().estimate_log2().unwrap(),
+        );
+        assert!((a - b).abs() < 1e-6, "{a} vs {b}");
+        // One MiB at 2^12 moves the estimate from 4 by alpha = 0.25.
+        assert!((b - (4.0 + 0.25 * 8.0)).abs() < 1e-6, "{b}");
+    }
+
+    #[test]
+    fn unknown_signature_overwrites_end_lives_without_attribution() {
+        let mut m = exact();
+        m.write(F, 0, 1, 5, 0);
+        m.write(F, 0, 1, 0, 8);
+        assert_eq!(m.sig(5).unwrap().deaths, 1);
+        assert!(m.sig(0).is_none());
+        m.write(F, 0, 1, 5, 16);
+        assert_eq!(
+            m.sig(5).unwrap().deaths,
+            1,
+            "death of unknown data is not counted"
+        );
+    }
+}

@@ -1,0 +1,529 @@
+//! The PC→stream mapper: groups signatures of similar lifetime into streams.
+//!
+//! Feature: one point per signature on `log2(lifetime in pages)`, weighted by
+//! the pages the signature wrote (its volume), so a heavy activity pulls its
+//! cluster's centroid and a handful of tiny signatures cannot claim streams.
+//! k-means ([`cluster_1d`]) makes `m` clusters for the `m` data streams
+//! `1..=m` of an `m+1`-stream device; clusters are ordered by centroid, so
+//! stream 1 holds the shortest-lived data. Signatures without an estimate go
+//! to stream 0 ("unknown"), as in the paper.
+//!
+//! Feature of a signature: its EWMA lifetime estimate once some of its data
+//! died. A signature none of whose data has died yet, but which first wrote
+//! at least `censor_min_age` pages ago, gets `log2(age of its first write)`, a
+//! lower bound of its lifetime (a *censored* estimate): data that outlives
+//! everything is then placed with the longest-lived data instead of in the
+//! unknown stream. The paper has no such rule; `censor = false` turns it off.
+//!
+//! Re-clustering (paper §5.2: "when 10% of the PC lifetime entries changed"):
+//! at most once per `min_interval` pages the mapper compares each signature's
+//! feature with the one it had at the last clustering; a signature counts as
+//! changed when it is new or moved by at least `change_threshold_log2` (1.0 =
+//! a factor of two). When at least `change_fraction` (10%) of the signatures
+//! changed, it re-clusters. Everything is deterministic: signatures are visited
+//! in sorted order and k-means is seeded.
+//!
+//! k-means itself: linfa-clustering's `KMeans` (k-means++ init seeded with
+//! `seed`, `n_runs` restarts, best inertia kept). linfa 0.8 ignores dataset
+//! sample weights (its centroid update is an unweighted mean), so weights are
+//! honoured by replication: each signature is repeated in proportion to its
+//! volume within a budget of `replicas` rows (at least once). The final
+//! assignment and the reported centroids are then recomputed exactly, with the
+//! true weights, by nearest centroid. With no more distinct values than
+//! clusters no k-means is needed: each distinct value is its own cluster.
+
+use crate::lifetime::LifetimeManager;
+use crate::policy::StreamId;
+use linfa::prelude::*;
+use linfa_clustering::{KMeans, KMeansInit};
+use ndarray::Array2;
+use rand_xoshiro_linfa::rand_core::SeedableRng;
+use rand_xoshiro_linfa::Xoshiro256Plus;
+use std::collections::HashMap;
+
+/// Tunables of the mapper.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
+pub struct MapperConfig {
+    /// Seed of k-means++ initialisation. Default 0x5eed.
+    pub seed: u64,
+    /// Minimum logical time (pages) between two re-cluster checks. Default
+    /// 16384 (64 MiB written).
+    pub min_interval: u64,
+    /// Fraction of signatures that must have changed to re-cluster. Default 0.10.
+    pub change_fraction: f64,
+    /// How far (log2 units) a feature must move to count as changed. Default 1.0.
+    pub change_threshold_log2: f64,
+    /// Give never-died signatures a censored estimate (see module docs). Default true.
+    pub censor: bool,
+    /// Age (pages) after which a never-died signature gets a censored
+    /// estimate. Default 16384.
+    pub censor_min_age: u64,
+    /// Row budget for weight replication. Default 1024.
+    pub replicas: usize,
+    /// k-means restarts. Default 4.
+    pub n_runs: usize,
+}
+
+impl Default for MapperConfig {
+    fn default() -> Self {
+        MapperConfig {
+            seed: 0x5eed,
+            min_interval: 16384,
+            change_fraction: 0.10,
+            change_threshold_log2: 1.0,
+            censor: true,
+            censor_min_age: 16384,
+            replicas: 1024,
+            n_runs: 4,
+        }
+    }
+}
+
+/// Result of a 1-D clustering.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Clustering {
+    /// Weighted centroids, ascending; no cluster is empty.
+    pub centroids: Vec<f64>,
+    /// For each input point, the index of its centroid.
+    pub labels: Vec<usize>,
+}
+
+/// Weighted k-means of 1-D `(value, weight)` points into at most `k`
+/// clusters, deterministic for a given `seed`. Non-finite values and
+/// non-positive weights are treated as weight-less points that still get a
+/// label. See the module docs for how linfa is used.
+pub fn cluster_1d(
+    points: &[(f64, f64)],
+    k: usize,
+    seed: u64,
+    replicas: usize,
+    n_runs: usize,
+) -> Clustering {
+    let clean: Vec<(f64, f64)> = points
+        .iter()
+        .map(|&(x, w)| {
+            let x = if x.is_finite() { x } else { 0.0 };
+            let w = if w.is_finite() && w > 0.0 { w } else { 0.0 };
+            (x, w)
+        })
+        .collect();
+    if clean.is_empty() || k == 0 {
+        return Clustering {
+            centroids: Vec::new(),
+            labels: vec![0; clean.len()],
+        };
+    }
+    let mut distinct: Vec<f64> = clean.iter().map(|p| p.0).collect();
+    distinct.sort_by(f64::total_cmp);
+    distinct.dedup();
+    let seeds = if distinct.len() <= k {
+        distinct
+    } else {
+        linfa_centroids(&clean, k, seed, replicas, n_runs)
+            .unwrap_or_else(|| quantile_centroids(&clean, k))
+    };
+    finish(&clean, &seeds)
+}
+
+/// Runs linfa's k-means on the weight-replicated points.
+fn linfa_centroids(
+    pts: &[(f64, f64)],
+    k: usize,
+    seed: u64,
+    replicas: usize,
+    n_runs: usize,
+) -> Option<Vec<f64>> {
+    let total: f64 = pts.iter().map(|p| p.1).sum();
+    let mut rows = Vec::with_capacity(pts.len() + replicas);
+    for &(x, w) in pts {
+        let r = if total > 0.0 {
+            ((w / total) * replicas as f64).round().max(1.0) as usize
+        } else {
+            1
+        };
+        rows.extend(std::iter::repeat_n(x, r));
+    }
+    let n = rows.len();
+    let data = Array2::from_shape_vec((n, 1), rows).ok()?;
+    let ds = DatasetBase::from(data);
+    let model = KMeans::params_with_rng(k, Xoshiro256Plus::seed_from_u64(seed))
+        .n_runs(n_runs.max(1))
+        .max_n_iterations(200)
+        .tolerance(1e-6)
+        .init_method(KMeansInit::KMeansPlusPlus)
+        .fit(&ds)
+        .ok()?;
+    let c: Vec<f64> = model.centroids().iter().copied().collect();
+    c.iter().all(|v| v.is_finite()).then_some(c)
+}
+
+/// Deterministic fallback: centroids at equal-weight quantiles.
+fn quantile_centroids(pts: &[(f64, f64)], k: usize) -> Vec<f64> {
+    let mut v: Vec<(f64, f64)> = pts.iter().map(|&(x, w)| (x, w.max(1e-12))).collect();
+    v.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let total: f64 = v.iter().map(|p| p.1).sum();
+    let mut out = Vec::with_capacity(k);
+    let mut acc = 0.0;
+    let mut i = 0;
+    for q in 0..k {
+        let target = total * (q as f64 + 0.5) / k as f64;
+        while i + 1 < v.len() && acc + v[i].1 < target {
+            acc += v[i].1;
+            i += 1;
+        }
+        out.push(v[i].0);
+    }
+    out
+}
+
+/// Assigns points to the nearest seed, recomputes weighted centroids, drops
+/// empty clusters and orders them ascending.
+fn finish(pts: &[(f64, f64)], seeds: &[f64]) -> Clustering {
+    let mut seeds = seeds.to_vec();
+    seeds.sort_by(f64::total_cmp);
+    seeds.dedup();
+    let nearest = |x: f64| -> usize {
+        let mut best = 0;
+        for (j, c) in seeds.iter().enumerate() {
+            if (x - c).abs() < (x - seeds[best]).abs() {
+                best = j;
+            }
+        }
+        best
+    };
+    let raw: Vec<usize> = pts.iter().map(|p| nearest(p.0)).collect();
+    let mut sum = vec![0.0; seeds.len()];
+    let mut wsum = vec![0.0; seeds.len()];
+    let mut count = vec![0usize; seeds.len()];
+    for (&(x, w), &l) in pts.iter().zip(&raw) {
+        sum[l] += x * w;
+        wsum[l] += w;
+        count[l] += 1;
+    }
+    // Seeds are ascending and assignment is by nearest seed, so non-empty
+    // clusters stay in ascending order of their members.
+    let mut remap = vec![usize::MAX; seeds.len()];
+    let mut centroids = Vec::new();
+    for j in 0..seeds.len() {
+        if count[j] > 0 {
+            remap[j] = centroids.len();
+            centroids.push(if wsum[j] > 0.0 {
+                sum[j] / wsum[j]
+            } else {
+                seeds[j]
+            });
+        }
+    }
+    Clustering {
+        centroids,
+        labels: raw.into_iter().map(|l| remap[l]).collect(),
+    }
+}
+
+/// One signature as the mapper saw it at a clustering.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Feature {
+    /// The signature.
+    pub sig: u64,
+    /// log2(lifetime in pages): estimate, or censored lower bound.
+    pub log2_lifetime: f64,
+    /// Weight (pages written).
+    pub weight: f64,
+    /// Whether the value is a censored lower bound (no death seen yet).
+    pub censored: bool,
+}
+
+/// Signature → stream table, re-clustered by the 10% rule.
+#[derive(Debug)]
+pub struct Mapper {
+    cfg: MapperConfig,
+    clusters: usize,
+    assign: HashMap<u64, StreamId>,
+    clustered: HashMap<u64, f64>,
+    centroids: Vec<f64>,
+    next_check: u64,
+    generation: u64,
+}
+
+impl Mapper {
+    /// A mapper for a device with `streams` stream ids (`0` = unknown, so
+    /// `streams - 1` clusters).
+    pub fn new(streams: u32, cfg: MapperConfig) -> Self {
+        Mapper {
+            cfg,
+            clusters: streams.saturating_sub(1) as usize,
+            assign: HashMap::new(),
+            clustered: HashMap::new(),
+            centroids: Vec::new(),
+            next_check: 0,
+            generation: 0,
+        }
+    }
+
+    /// The configuration in force.
+    pub fn config(&self) -> &MapperConfig {
+        &self.cfg
+    }
+
+    /// Stream of a signature (0 when unknown).
+    #[inline]
+    pub fn stream(&self, sig: u64) -> StreamId {
+        self.assign.get(&sig).copied().unwrap_or(0)
+    }
+
+    /// Number of re-clusterings so far (bumps whenever the table changes).
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    /// Centroids (log2 pages) of streams `1..`, ascending.
+    pub fn centroids(&self) -> &[f64] {
+        &self.centroids
+    }
+
+    /// The signature → stream table, sorted by signature.
+    pub fn table(&self) -> Vec<(u64, StreamId)> {
+        let mut v: Vec<_> = self.assign.iter().map(|(k, s)| (*k, *s)).collect();
+        v.sort_unstable();
+        v
+    }
+
+    /// Current features of all signatures that have one, sorted by signature.
+    pub fn features(&self, lm: &LifetimeManager, now: u64) -> Vec<Feature> {
+        lm.sigs_sorted()
+            .into_iter()
+            .filter_map(|(sig, s)| {
+                let weight = s.written_pages as f64;
+                if let Some(x) = s.estimate_log2() {
+                    return Some(Feature {
+                        sig,
+                        log2_lifetime: x,
+                        weight,
+                        censored: false,
+                    });
+                }
+                let age = now.saturating_sub(s.first_write);
+                (self.cfg.censor && age >= self.cfg.censor_min_age.max(1)).then(|| Feature {
+                    sig,
+                    log2_lifetime: (age as f64).log2(),
+                    weight,
+                    censored: true,
+                })
+            })
+            .collect()
+    }
+
+    /// Applies the re-cluster rule at logical time `now`; returns whether the
+    /// table was recomputed. Cheap when the check interval has not elapsed.
+    #[inline]
+    pub fn maybe_recluster(&mut self, lm: &LifetimeManager, now: u64) -> bool {
+        if now < self.next_check {
+            return false;
+        }
+        self.check(lm, now)
+    }
+
+    fn check(&mut self, lm: &LifetimeManager, now: u64) -> bool {
+        self.next_check = now.saturating_add(self.cfg.min_interval.max(1));
+        let feats = self.features(lm, now);
+        if feats.is_empty() {
+            return false;
+        }
+        let changed = feats
+            .iter()
+            .filter(|f| match self.clustered.get(&f.sig) {
+                None => true,
+                Some(old) => (f.log2_lifetime - old).abs() >= self.cfg.change_threshold_log2,
+            })
+            .count();
+        if (changed as f64) < self.cfg.change_fraction * feats.len() as f64 || changed == 0 {
+            return false;
+        }
+        self.recluster(&feats);
+        true
+    }
+
+    /// Recomputes the table from `feats` unconditionally.
+    pub fn recluster(&mut self, feats: &[Feature]) {
+        let pts: Vec<(f64, f64)> = feats.iter().map(|f| (f.log2_lifetime, f.weight)).collect();
+        let c = cluster_1d(
+            &pts,
+            self.clusters,
+            self.cfg.seed,
+            self.cfg.replicas,
+            self.cfg.n_runs,
+        );
+        self.assign.clear();
+        self.clustered.clear();
+        for (f, &l) in feats.iter().zip(&c.labels) {
+            self.clustered.insert(f.sig, f.log2_lifetime);
+            if !c.centroids.is_empty() {
+                self.assign.insert(f.sig, l as StreamId + 1);
+            }
+        }
+        self.centroids = c.centroids;
+        self.generation += 1;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lifetime::{LifetimeConfig, LBA_SPACE};
+
+    #[test]
+    fn separates_three_groups_in_order() {
+        let pts = [
+            (20.0, 5.0),
+            (3.0, 1.0),
+            (3.2, 1.0),
+            (10.0, 2.0),
+            (10.5, 2.0),
+            (19.0, 5.0),
+            (2.9, 1.0),
+        ];
+        let c = cluster_1d(&pts, 3, 1, 256, 2);
+        assert_eq!(c.centroids.len(), 3);
+        assert_eq!(c.labels, vec![2, 0, 0, 1, 1, 2, 0]);
+        assert!(c.centroids.windows(2).all(|w| w[0] < w[1]));
+        assert!((c.centroids[2] - 19.5).abs() < 1e-9);
+    }
+
+    #[test]
+    fn weights_pull_the_split() {
+        // Four close points and a far one, two clusters. Equal weights: the
+        // far point is a cluster of its own. Nearly weight-less, it no longer
+        // deserves a centroid and the close points split instead.
+        let even = [(0.0, 1.0), (1.0, 1.0), (2.0, 1.0), (3.0, 1.0), (10.0, 1.0)];
+        assert_eq!(cluster_1d(&even, 2, 7, 512, 4).labels, vec![0, 0, 0, 0, 1]);
+        let light = [
+            (0.0, 1.0),
+            (1.0, 1.0),
+            (2.0, 1.0),
+            (3.0, 1.0),
+            (10.0, 0.001),
+        ];
+        let c = cluster_1d(&light, 2, 7, 512, 4);
+        assert_eq!(c.labels, vec![0, 0, 1, 1, 1]);
+        // Reported centroids use the true weights.
+        assert!(
+            (c.centroids[1] - (5.0 + 0.01) / 2.001).abs() < 1e-9,
+            "{:?}",
+            c.centroids
+        );
+    }
+
+    #[test]
+    fn deterministic_for_a_seed_and_small_inputs_need_no_kmeans() {
+        let pts: Vec<(f64, f64)> = (0..200)
+            .map(|i| {
+                let h = crate::signature::mix64(i);
+                ((h % 4000) as f64 / 100.0, (h >> 40) as f64 % 50.0 + 1.0)
+            })
+            .collect();
+        let a = cluster_1d(&pts, 8, 42, 1024, 4);
+        let b = cluster_1d(&pts, 8, 42, 1024, 4);
+        assert_eq!(a, b);
+        assert!(a.centroids.len() <= 8 && a.centroids.len() >= 6);
+        let two = cluster_1d(&[(5.0, 1.0), (1.0, 1.0), (5.0, 3.0)], 8, 0, 64, 1);
+        assert_eq!(two.centroids, vec![1.0, 5.0]);
+        assert_eq!(two.labels, vec![1, 0, 1]);
+        assert!(cluster_1d(&[], 3, 0, 64, 1).centroids.is_empty());
+    }
+
+    #[test]
+    fn quantile_fallback_orders_and_covers() {
+        let pts = [(1.0, 1.0), (2.0, 1.0), (9.0, 1.0), (10.0, 1.0)];
+        let c = finish(&pts, &quantile_centroids(&pts, 2));
+        assert_eq!(c.labels, vec![0, 0, 1, 1]);
+    }
+
+    fn lm() -> LifetimeManager {
+        LifetimeManager::new(LifetimeConfig {
+            chunk_pages: 1,
+            max_entries: 1 << 20,
+            ewma_alpha_per_mib: 1.0,
+        })
+    }
+
+    #[test]
+    fn unknown_signatures_map_to_stream_zero_and_order_follows_lifetime() {
+        let mut m = lm();
+        let cfg = MapperConfig {
+            min_interval: 10,
+            censor: false,
+            ..Default::default()
+        };
+        let mut map = Mapper::new(3, cfg);
+        // sig 1 lives 2 pages, sig 2 lives 1000 pages, sig 3 never dies.
+        m.write(LBA_SPACE, 0, 1, 2, 0);
+        for t in 0..1000 {
+            m.write(LBA_SPACE, 10 + t % 2, 1, 1, t + 1);
+        }
+        m.write(LBA_SPACE, 0, 1, 2, 1001);
+        m.write(LBA_SPACE, 50, 1, 3, 1002);
+        assert!(map.maybe_recluster(&m, 1003));
+        assert_eq!(map.stream(1), 1);
+        assert_eq!(map.stream(2), 2);
+        assert_eq!(map.stream(3), 0);
+        assert_eq!(map.stream(99), 0);
+        assert_eq!(map.generation(), 1);
+        // Nothing changed: no re-cluster even after the interval.
+        assert!(!map.maybe_recluster(&m, 5000));
+        assert_eq!(map.generation(), 1);
+    }
+
+    #[test]
+    fn ten_percent_rule_and_min_interval() {
+        let mut m = lm();
+        let mut map = Mapper::new(
+            3,
+            MapperConfig {
+                min_interval: 100,
+                censor: false,
+                ..Default::default()
+            },
+        );
+        // 20 signatures, each with lifetime 4.
+        let mut t = 0;
+        for s in 1..=20u64 {
+            m.write(LBA_SPACE, s, 1, s, t);
+            m.write(LBA_SPACE, s, 1, s, t + 4);
+            t += 5;
+        }
+        assert!(map.maybe_recluster(&m, t));
+        // One signature (5%) changes a lot: not enough.
+        m.write(LBA_SPACE, 1, 1, 1, t + 4000);
+        assert!(!map.maybe_recluster(&m, t + 4001), "interval not elapsed");
+        assert!(!map.maybe_recluster(&m, t + 5000), "only 5% changed");
+        // A second one (10%): re-cluster at the next check.
+        m.write(LBA_SPACE, 2, 1, 2, t + 9000);
+        assert!(!map.maybe_recluster(&m, t + 5050), "interval not elapsed");
+        assert!(map.maybe_recluster(&m, t + 9001));
+        assert_eq!(map.generation(), 2);
+        assert!(map.stream(1) > map.stream(3));
+    }
+
+    #[test]
+    fn censored_estimate_places_never_dying_data_last() {
+        let mut m = lm();
+        let mut map = Mapper::new(
+            3,
+            MapperConfig {
+                min_interval: 10,
+                censor_min_age: 100,
+                ..Default::default()
+            },
+        );
+        m.write(LBA_SPACE, 1000, 1, 9, 0); // never dies
+        for t in 1..500 {
+            m.write(LBA_SPACE, t % 3, 1, 1, t);
+        }
+        assert!(map.maybe_recluster(&m, 500));
+        assert_eq!(map.stream(1), 1);
+        assert_eq!(map.stream(9), 2);
+        let f = map.features(&m, 500);
+        assert!(f.iter().any(|f| f.sig == 9 && f.censored));
+    }
+}

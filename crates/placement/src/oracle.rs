@@ -1,0 +1,159 @@
+//! `oracle`: places each write by its true lifetime, read from the trace
+//! (`WriteCtx::death`) — the lower bound any real policy is compared with.
+//!
+//! Lifetimes (`death − time`, pages; data never invalidated within the trace
+//! counts as lifetime 2^60) are binned on `log2` in quarter steps, weighted by
+//! pages. The bin histogram is clustered with the same weighted 1-D k-means
+//! as pcstream's mapper ([`cluster_1d`]) into as many clusters as the device
+//! has streams (the oracle needs no "unknown" stream, so it uses all ids,
+//! shortest lifetimes in stream 0); a write goes to the cluster whose range
+//! holds its lifetime. The histogram is re-clustered every `refit_interval`
+//! pages (sooner at the start: after `max(256, time/4)` pages while that is
+//! smaller), so the oracle adapts like the online policies do but never has
+//! to guess.
+
+use crate::mapper::cluster_1d;
+use crate::policy::{Placement, StreamId, WriteCtx};
+
+/// Bins per log2 unit.
+const STEPS: f64 = 4.0;
+/// log2 of the lifetime given to data that never dies in the trace.
+const NEVER_LOG2: f64 = 60.0;
+const BINS: usize = (NEVER_LOG2 as usize + 1) * STEPS as usize;
+
+/// Tunables of the oracle.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
+pub struct OracleConfig {
+    /// Longest interval (pages) between re-fits. Default 16384.
+    pub refit_interval: u64,
+    /// k-means seed. Default 0x5eed.
+    pub seed: u64,
+}
+
+impl Default for OracleConfig {
+    fn default() -> Self {
+        OracleConfig {
+            refit_interval: 16384,
+            seed: 0x5eed,
+        }
+    }
+}
+
+/// The `oracle` policy. See the module docs.
+#[derive(Debug)]
+pub struct Oracle {
+    cfg: OracleConfig,
+    streams: u32,
+    hist: Vec<f64>,
+    /// Upper bounds (log2) of streams `0..streams-1`; the last stream is open.
+    bounds: Vec<f64>,
+    next_fit: u64,
+}
+
+impl Oracle {
+    /// The oracle for a device with `streams` stream ids.
+    pub fn new(streams: u32, cfg: OracleConfig) -> Self {
+        Oracle {
+            cfg,
+            streams: streams.max(1),
+            hist: vec![0.0; BINS],
+            bounds: Vec::new(),
+            next_fit: 0,
+        }
+    }
+
+    fn refit(&mut self, now: u64) {
+        let pts: Vec<(f64, f64)> = self
+            .hist
+            .iter()
+            .enumerate()
+            .filter(|(_, w)| **w > 0.0)
+            .map(|(i, w)| (i as f64 / STEPS, *w))
+            .collect();
+        let c = cluster_1d(&pts, self.streams as usize, self.cfg.seed, 2048, 4);
+        self.bounds = c
+            .centroids
+            .windows(2)
+            .map(|w| (w[0] + w[1]) / 2.0)
+            .collect();
+        let step = self.cfg.refit_interval.min((now / 4).max(256)).max(1);
+        self.next_fit = now + step;
+    }
+}
+
+impl Placement for Oracle {
+    fn name(&self) -> &str {
+        "oracle"
+    }
+
+    fn streams(&self) -> u32 {
+        self.streams
+    }
+
+    fn place(&mut self, w: &WriteCtx) -> StreamId {
+        let x = match w.death {
+            Some(d) => (d.saturating_sub(w.time).max(1) as f64)
+                .log2()
+                .min(NEVER_LOG2),
+            None => NEVER_LOG2,
+        };
+        let bin = ((x * STEPS) as usize).min(BINS - 1);
+        self.hist[bin] += f64::from(w.pages.max(1));
+        if w.time >= self.next_fit {
+            self.refit(w.time);
+        }
+        // Values are binned before comparing, so a write lands in the same
+        // cluster as its histogram bin.
+        let xb = bin as f64 / STEPS;
+        self.bounds.partition_point(|b| *b < xb) as StreamId
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn separates_by_true_lifetime_in_order() {
+        let mut o = Oracle::new(3, OracleConfig::default());
+        let mut got = [[0u32; 3]; 3];
+        for t in 0..30_000u64 {
+            let (class, death) = match t % 3 {
+                0 => (0, Some(t + 4)),
+                1 => (1, Some(t + 5000)),
+                _ => (2, None),
+            };
+            let s = o.place(&WriteCtx {
+                time: t,
+                pages: 1,
+                death,
+                ..Default::default()
+            });
+            if t > 2000 {
+                got[class][s as usize] += 1;
+            }
+        }
+        for (class, row) in got.iter().enumerate() {
+            assert_eq!(
+                row[class] as u64,
+                row.iter().map(|v| *v as u64).sum::<u64>(),
+                "{got:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn one_stream_device_uses_stream_zero() {
+        let mut o = Oracle::new(1, OracleConfig::default());
+        for t in 0..1000 {
+            let w = WriteCtx {
+                time: t,
+                pages: 1,
+                death: Some(t + (t % 7) * 100),
+                ..Default::default()
+            };
+            assert_eq!(o.place(&w), 0);
+        }
+    }
+}

@@ -1,0 +1,98 @@
+//! Every placement policy by name, and one configuration for all of them:
+//! what the simulator's `--policy` flag and the daemon's config select from.
+//!
+//! | name | module | uses |
+//! | --- | --- | --- |
+//! | `baseline` | [`crate::policy::Baseline`] | nothing: one stream |
+//! | `autostream-sfr` | [`crate::autostream`] | LBA write counts with decay |
+//! | `autostream-mq` | [`crate::autostream`] | LBA multi-queue with expiry |
+//! | `app-hints` | [`crate::app_hints`] | the application's `F_SET_RW_HINT`s |
+//! | `pcstream` | [`crate::pcstream`] | PC signatures, lifetimes learned online |
+//! | `oracle` | [`crate::oracle`] | each write's true death time |
+//!
+//! Internal (GC) streams are a device option of the simulator, orthogonal to
+//! the policy.
+
+use crate::app_hints::AppHints;
+use crate::autostream::{AutoStreamConfig, AutoStreamMq, AutoStreamSfr};
+use crate::oracle::{Oracle, OracleConfig};
+use crate::pcstream::{PcStream, PcStreamConfig};
+use crate::policy::{Baseline, Placement};
+
+/// Names accepted by [`build`], in report order.
+pub const POLICY_NAMES: &[&str] = &[
+    "baseline",
+    "autostream-sfr",
+    "autostream-mq",
+    "app-hints",
+    "pcstream",
+    "oracle",
+];
+
+/// Configuration of every policy.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
+pub struct PolicyConfig {
+    /// Stream ids the device offers, default stream included (PM963: 9).
+    pub streams: u32,
+    /// AutoStream (both variants).
+    pub autostream: AutoStreamConfig,
+    /// pcstream.
+    pub pcstream: PcStreamConfig,
+    /// oracle.
+    pub oracle: OracleConfig,
+}
+
+impl Default for PolicyConfig {
+    fn default() -> Self {
+        PolicyConfig {
+            streams: 9,
+            autostream: AutoStreamConfig::default(),
+            pcstream: PcStreamConfig::default(),
+            oracle: OracleConfig::default(),
+        }
+    }
+}
+
+/// A policy name [`build`] does not know.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown placement policy {name:?} (known: {})", POLICY_NAMES.join(", "))]
+pub struct UnknownPolicy {
+    /// The name asked for.
+    pub name: String,
+}
+
+/// Builds the policy called `name`. `baseline` always uses one stream.
+pub fn build(name: &str, cfg: &PolicyConfig) -> Result<Box<dyn Placement + Send>, UnknownPolicy> {
+    let m = cfg.streams.max(1);
+    Ok(match name {
+        "baseline" => Box::new(Baseline),
+        "autostream-sfr" => Box::new(AutoStreamSfr::new(m, cfg.autostream.clone())),
+        "autostream-mq" => Box::new(AutoStreamMq::new(m, cfg.autostream.clone())),
+        "app-hints" => Box::new(AppHints::new(m)),
+        "pcstream" => Box::new(PcStream::new(m, cfg.pcstream.clone())),
+        "oracle" => Box::new(Oracle::new(m, cfg.oracle.clone())),
+        _ => {
+            return Err(UnknownPolicy {
+                name: name.to_string(),
+            })
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_name_builds_and_reports_its_name() {
+        let cfg = PolicyConfig::default();
+        for n in POLICY_NAMES {
+            let p = build(n, &cfg).unwrap();
+            assert_eq!(p.name(), *n);
+            assert!(p.streams() >= 1 && p.streams() <= cfg.streams);
+        }
+        let e = build("autostream", &cfg).err().unwrap();
+        assert!(e.to_string().contains("autostream-sfr"), "{e}");
+    }
+}
