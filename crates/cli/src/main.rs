@@ -6,9 +6,14 @@
 
 use clap::{Parser, Subcommand};
 
+mod extents;
+mod launch;
+mod merge;
 mod record;
 mod run;
+mod shim_path;
 mod sim;
+mod symbolize;
 mod trace_stats;
 
 /// Fully automatic data placement for multi-stream and FDP SSDs.

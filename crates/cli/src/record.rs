@@ -1,12 +1,178 @@
-//! `pcstreamctl record` (not implemented yet).
+//! `pcstreamctl record -o DIR -- CMD`: runs a command tree under the shim in
+//! record mode (each process appends to `DIR/procs/<pid>-<start>.pcstrace`),
+//! then merges the per-process files into `DIR/trace.pcstrace`, ordered by
+//! time (see [`crate::merge`]), and prints a summary.
 
+use crate::run::ShimOptions;
+use crate::{launch, merge};
+use anyhow::Context;
+use pcstream_placement::trace::TraceWriter;
+use pcstream_placement::wire;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+
+/// Name of the merged trace inside the output directory.
+pub const TRACE_FILE: &str = "trace.pcstrace";
+/// Directory of the per-process files inside the output directory.
+pub const PARTS_DIR: &str = "procs";
+/// Machine-readable summary written next to the trace.
+pub const SUMMARY_FILE: &str = "summary.json";
 
 /// Arguments of `pcstreamctl record`.
 #[derive(Debug, clap::Args)]
-pub struct RecordArgs {}
+#[command(
+    after_help = "Example:\n  pcstreamctl record -o /tmp/rocks -- db_bench --benchmarks=fillrandom --num=20000\n  \
+pcstreamctl trace-stats /tmp/rocks\n\n\
+Writes DIR/trace.pcstrace (merged, time-ordered) and DIR/summary.json. Exit status: the\n\
+command's own, or 128+N when signal N killed it."
+)]
+pub struct RecordArgs {
+    /// Output directory (created; must not already hold a trace unless --force).
+    #[arg(short = 'o', long = "output", value_name = "DIR")]
+    pub output: PathBuf,
+    /// Keep the per-process files in DIR/procs after merging.
+    #[arg(long)]
+    pub keep_parts: bool,
+    /// Overwrite an existing trace in DIR.
+    #[arg(long)]
+    pub force: bool,
+    #[command(flatten)]
+    pub shim: ShimOptions,
+    /// The command and its arguments.
+    #[arg(last = true, required = true, value_name = "CMD")]
+    pub command: Vec<OsString>,
+}
+
+/// CLOCK_MONOTONIC and the wall clock now, in nanoseconds.
+fn clocks_now() -> (u64, u64) {
+    // SAFETY: a zeroed timespec is a valid out-parameter.
+    let mut ts: libc::timespec = unsafe { std::mem::zeroed() };
+    // SAFETY: `ts` is valid for writes; CLOCK_MONOTONIC always exists on Linux.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    let mono = ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64;
+    let unix = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0);
+    (mono, unix)
+}
+
+/// The per-process trace files in `dir`, sorted by name.
+pub fn part_files(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
+    let mut v = Vec::new();
+    for e in std::fs::read_dir(dir).with_context(|| format!("listing {}", dir.display()))? {
+        let p = e
+            .with_context(|| format!("listing {}", dir.display()))?
+            .path();
+        if p.extension().is_some_and(|x| x == "pcstrace") && p.is_file() {
+            v.push(p);
+        }
+    }
+    v.sort();
+    Ok(v)
+}
+
+/// Human one-paragraph summary of a merge.
+pub fn describe(s: &merge::MergeSummary, trace: &Path) -> String {
+    let mut t = format!(
+        "pcstreamctl record: {} process(es), {} events, {} writes of {} bytes in {} signature(s), \
+         {} invalidation(s), {} app hint(s), {} event(s) dropped by the shim; trace: {}",
+        s.processes,
+        s.events,
+        s.writes,
+        s.bytes_written,
+        s.signatures,
+        s.invalidations,
+        s.app_hints,
+        s.dropped,
+        trace.display()
+    );
+    if s.torn_parts > 0 {
+        t.push_str(&format!(
+            "\n  {} per-process file(s) ended in a partial record (process killed while writing)",
+            s.torn_parts
+        ));
+    }
+    for b in &s.bad_parts {
+        t.push_str(&format!("\n  warning: kept only the readable part of {b}"));
+    }
+    t
+}
 
 /// Runs the subcommand.
-pub fn run(_args: RecordArgs) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("`record` is not implemented yet")
+pub fn run(args: RecordArgs) -> anyhow::Result<ExitCode> {
+    let out = &args.output;
+    std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
+    let out = out
+        .canonicalize()
+        .with_context(|| format!("resolving {}", out.display()))?;
+    let trace = out.join(TRACE_FILE);
+    let parts_dir = out.join(PARTS_DIR);
+    if !args.force && trace.exists() {
+        anyhow::bail!(
+            "{} already exists (use --force to overwrite)",
+            trace.display()
+        );
+    }
+    if parts_dir.exists() {
+        let old = part_files(&parts_dir)?;
+        if !old.is_empty() && !args.force {
+            anyhow::bail!(
+                "{} already holds {} per-process trace(s) (use --force to discard them)",
+                parts_dir.display(),
+                old.len()
+            );
+        }
+        for p in old {
+            std::fs::remove_file(&p).with_context(|| format!("removing {}", p.display()))?;
+        }
+    }
+    std::fs::create_dir_all(&parts_dir)
+        .with_context(|| format!("creating {}", parts_dir.display()))?;
+
+    let mut env = args.shim.env()?;
+    env.push((
+        "PCSTREAM_RECORD_DIR".into(),
+        parts_dir.clone().into_os_string(),
+    ));
+    let (start_mono_ns, start_unix_ns) = clocks_now();
+    let status = launch::run_child(&args.command, &env)?;
+
+    let parts = part_files(&parts_dir)?;
+    let header = wire::TraceHeader {
+        version: 1,
+        producer: format!("pcstreamctl record {}", env!("CARGO_PKG_VERSION")),
+        start_mono_ns,
+        start_unix_ns,
+        command: args
+            .command
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect(),
+    };
+    let tmp = out.join(format!("{TRACE_FILE}.tmp"));
+    let writer = TraceWriter::create(&tmp)?;
+    let (summary, _) = merge::merge(&parts, header, writer)
+        .with_context(|| format!("merging {} into {}", parts_dir.display(), trace.display()))?;
+    std::fs::rename(&tmp, &trace)
+        .with_context(|| format!("renaming {} to {}", tmp.display(), trace.display()))?;
+    let json = serde_json::to_string_pretty(&summary)?;
+    std::fs::write(out.join(SUMMARY_FILE), json + "\n")
+        .with_context(|| format!("writing {}", out.join(SUMMARY_FILE).display()))?;
+    if !args.keep_parts {
+        for p in &parts {
+            std::fs::remove_file(p).with_context(|| format!("removing {}", p.display()))?;
+        }
+        // Left in place if something else put files there.
+        let _ = std::fs::remove_dir(&parts_dir);
+    }
+    eprintln!("{}", describe(&summary, &trace));
+    if parts.is_empty() {
+        eprintln!(
+            "pcstreamctl record: warning: no per-process trace was written: the command may be \
+             statically linked, setuid, or the shim did not load (check LD_PRELOAD errors above)"
+        );
+    }
+    Ok(launch::exit_code(status))
 }

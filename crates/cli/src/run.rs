@@ -1,12 +1,80 @@
-//! `pcstreamctl run` (not implemented yet).
+//! `pcstreamctl run`: runs one command (and everything it spawns) with the
+//! shim preloaded, passing the shim's options through the environment, and
+//! exits with the command's own status.
 
+use crate::{launch, shim_path};
+use std::ffi::OsString;
+use std::path::PathBuf;
 use std::process::ExitCode;
+
+/// Options shared by `run` and `record`: where the shim is and how it behaves.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ShimOptions {
+    /// The shim library (default: $PCSTREAM_SHIM, then next to pcstreamctl,
+    /// then /usr/lib/pcstream, /usr/local/lib/pcstream).
+    #[arg(long, value_name = "PATH")]
+    pub shim: Option<PathBuf>,
+    /// Daemon socket the shim sends events to (sets PCSTREAM_SOCKET).
+    #[arg(long, value_name = "PATH")]
+    pub socket: Option<PathBuf>,
+    /// Static signature → stream map (sets PCSTREAM_MAP; lines `<signature-hex> <stream>`).
+    #[arg(long, value_name = "FILE")]
+    pub map: Option<PathBuf>,
+    /// Maximum stack frames per signature (sets PCSTREAM_FRAMES).
+    #[arg(long, value_name = "N")]
+    pub frames: Option<u32>,
+    /// Unwinding method (sets PCSTREAM_UNWIND; see docs/shim.md).
+    #[arg(long, value_name = "METHOD")]
+    pub unwind: Option<String>,
+}
+
+impl ShimOptions {
+    /// Environment for the child: LD_PRELOAD with the shim first, plus the
+    /// options that were given.
+    pub fn env(&self) -> anyhow::Result<Vec<(OsString, OsString)>> {
+        let shim = shim_path::find_shim_from_env(self.shim.as_deref())?;
+        let existing = std::env::var_os("LD_PRELOAD");
+        let mut env = vec![(
+            OsString::from("LD_PRELOAD"),
+            shim_path::ld_preload_with(&shim, existing.as_deref()),
+        )];
+        if let Some(s) = &self.socket {
+            env.push(("PCSTREAM_SOCKET".into(), s.clone().into_os_string()));
+        }
+        if let Some(m) = &self.map {
+            let m = m
+                .canonicalize()
+                .map_err(|e| anyhow::anyhow!("--map {}: {e}", m.display()))?;
+            env.push(("PCSTREAM_MAP".into(), m.into_os_string()));
+        }
+        if let Some(n) = self.frames {
+            env.push(("PCSTREAM_FRAMES".into(), n.to_string().into()));
+        }
+        if let Some(u) = &self.unwind {
+            env.push(("PCSTREAM_UNWIND".into(), u.into()));
+        }
+        Ok(env)
+    }
+}
 
 /// Arguments of `pcstreamctl run`.
 #[derive(Debug, clap::Args)]
-pub struct RunArgs {}
+#[command(
+    after_help = "Example:\n  pcstreamctl run --socket /run/pcstream.sock -- db_bench --benchmarks=fillrandom\n\n\
+Exit status: the command's own, or 128+N when signal N killed it. SIGINT, SIGTERM and\n\
+SIGHUP sent to pcstreamctl are forwarded to the command."
+)]
+pub struct RunArgs {
+    #[command(flatten)]
+    pub shim: ShimOptions,
+    /// The command and its arguments.
+    #[arg(last = true, required = true, value_name = "CMD")]
+    pub command: Vec<OsString>,
+}
 
 /// Runs the subcommand.
-pub fn run(_args: RunArgs) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("`run` is not implemented yet")
+pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
+    let env = args.shim.env()?;
+    let status = launch::run_child(&args.command, &env)?;
+    Ok(launch::exit_code(status))
 }
