@@ -1,1 +1,52 @@
-//! libpcstream.so: the LD_PRELOAD shim.
+//! libpcstream.so: the `LD_PRELOAD` shim that observes every write of an
+//! unmodified program, names its program context (the call path that reached
+//! the write), tags the file with the write-lifetime hint of that context's
+//! stream, and reports events to the daemon and/or a per-process trace file.
+//!
+//! It never changes what the application sees (results, `errno`, descriptor
+//! numbers), allocates nothing and takes no lock on the write path, and
+//! spawns no thread. The contract with the rest of pcstream (environment,
+//! trace files, events) is `docs/shim.md`.
+//!
+//! Start reading at [`interpose`] (every entry point, one shape), then
+//! [`track`] (what each call means). The hard problems each have a module:
+//! [`real`] (the libc functions behind ours), [`signature`] (frame-pointer
+//! walk and stack scan), [`modules`] (loaded objects and build-ids),
+//! [`hint`] (mapping and per-inode hint cache), [`files`] (per-descriptor
+//! knowledge), [`events`] (protobuf encoding and per-thread batches),
+//! [`record`] (trace file and daemon socket), [`state`] (life cycle,
+//! re-entrancy guard, fork), [`config`] (environment options).
+
+pub mod config;
+pub mod events;
+pub mod files;
+pub mod hint;
+pub mod interpose;
+pub mod modules;
+pub mod real;
+pub mod record;
+pub mod seen;
+pub mod signature;
+pub mod state;
+pub mod track;
+
+use libc::{c_char, c_int};
+
+extern "C" fn constructor(argc: c_int, argv: *const *const c_char, _envp: *const *const c_char) {
+    let _ = std::panic::catch_unwind(|| {
+        // SAFETY: the dynamic loader passes argc/argv to .init_array functions.
+        unsafe { state::init(argc, argv) }
+    });
+}
+
+extern "C" fn destructor() {
+    let _ = std::panic::catch_unwind(state::fini);
+}
+
+#[used]
+#[link_section = ".init_array"]
+static INIT: extern "C" fn(c_int, *const *const c_char, *const *const c_char) = constructor;
+
+#[used]
+#[link_section = ".fini_array"]
+static FINI: extern "C" fn() = destructor;

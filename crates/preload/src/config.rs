@@ -1,0 +1,216 @@
+//! Environment options (`PCSTREAM_*`), read once by the library constructor.
+//!
+//! Parsing never fails the application: a bad value is reported on stderr
+//! (one line naming the variable) and the default is used. The variables and
+//! their defaults are the contract documented in `docs/shim.md`.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+/// Default daemon event socket.
+pub const DEFAULT_SOCKET: &str = "/run/pcstream/events.sock";
+/// Most frames a signature can hold.
+pub const MAX_FRAMES: usize = 16;
+
+/// How return addresses are collected.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unwind {
+    /// Frame-pointer walk when the chain validates, else stack scan.
+    Auto,
+    /// Frame-pointer walk only (a broken chain ends the signature).
+    FramePointer,
+    /// Bounded stack scan only.
+    Scan,
+}
+
+/// Every option of the shim.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// `PCSTREAM_DISABLE=1`: pure pass-through.
+    pub disabled: bool,
+    /// `PCSTREAM_RECORD_DIR`: per-process trace files go here.
+    pub record_dir: Option<PathBuf>,
+    /// `PCSTREAM_SOCKET`: daemon datagram socket.
+    pub socket: PathBuf,
+    /// `PCSTREAM_MAP`: static signature → stream mapping file.
+    pub map: Option<PathBuf>,
+    /// `PCSTREAM_FRAMES`: frames per signature.
+    pub frames: usize,
+    /// `PCSTREAM_UNWIND`.
+    pub unwind: Unwind,
+    /// `PCSTREAM_SCAN_WORDS`: stack words the scan examines at most.
+    pub scan_words: usize,
+    /// `PCSTREAM_FIX_APP_HINTS`: repair malformed application hints.
+    pub fix_app_hints: bool,
+    /// `PCSTREAM_FLUSH_MS`: age after which a pending batch is flushed.
+    pub flush_ns: u64,
+    /// `PCSTREAM_DEBUG=1`: diagnostics on stderr.
+    pub debug: bool,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            disabled: false,
+            record_dir: None,
+            socket: PathBuf::from(DEFAULT_SOCKET),
+            map: None,
+            frames: 5,
+            unwind: Unwind::Auto,
+            scan_words: 512,
+            fix_app_hints: true,
+            flush_ns: 100_000_000,
+            debug: false,
+        }
+    }
+}
+
+/// A bad option value: the variable, its value, and what was expected.
+#[derive(Debug, thiserror::Error)]
+#[error("pcstream: ignoring {var}={value:?}: expected {expected}")]
+pub struct BadOption {
+    var: &'static str,
+    value: String,
+    expected: &'static str,
+}
+
+fn flag(v: &str) -> Option<bool> {
+    match v.trim() {
+        "1" | "yes" | "true" | "on" => Some(true),
+        "0" | "no" | "false" | "off" | "" => Some(false),
+        _ => None,
+    }
+}
+
+impl Config {
+    /// Options from a variable lookup (the process environment in the shim,
+    /// a map in tests). Returns the config and the complaints about bad values.
+    pub fn from_lookup(get: impl Fn(&str) -> Option<OsString>) -> (Config, Vec<BadOption>) {
+        let mut c = Config::default();
+        let mut bad = Vec::new();
+        let text = |var: &'static str| get(var).map(|v| v.to_string_lossy().into_owned());
+        let mut complain = |var, value: String, expected| {
+            bad.push(BadOption {
+                var,
+                value,
+                expected,
+            })
+        };
+        if let Some(v) = text("PCSTREAM_DISABLE") {
+            match flag(&v) {
+                Some(b) => c.disabled = b,
+                None => complain("PCSTREAM_DISABLE", v, "0 or 1"),
+            }
+        }
+        if let Some(v) = get("PCSTREAM_RECORD_DIR").filter(|v| !v.is_empty()) {
+            c.record_dir = Some(PathBuf::from(v));
+        }
+        if let Some(v) = get("PCSTREAM_SOCKET").filter(|v| !v.is_empty()) {
+            c.socket = PathBuf::from(v);
+        }
+        if let Some(v) = get("PCSTREAM_MAP").filter(|v| !v.is_empty()) {
+            c.map = Some(PathBuf::from(v));
+        }
+        if let Some(v) = text("PCSTREAM_FRAMES") {
+            match v.trim().parse::<usize>() {
+                Ok(k) if (1..=MAX_FRAMES).contains(&k) => c.frames = k,
+                _ => complain("PCSTREAM_FRAMES", v, "an integer in 1..=16"),
+            }
+        }
+        if let Some(v) = text("PCSTREAM_UNWIND") {
+            match v.trim() {
+                "auto" => c.unwind = Unwind::Auto,
+                "fp" => c.unwind = Unwind::FramePointer,
+                "scan" => c.unwind = Unwind::Scan,
+                _ => complain("PCSTREAM_UNWIND", v, "auto, fp or scan"),
+            }
+        }
+        if let Some(v) = text("PCSTREAM_SCAN_WORDS") {
+            match v.trim().parse::<usize>() {
+                Ok(n) if (16..=65536).contains(&n) => c.scan_words = n,
+                _ => complain("PCSTREAM_SCAN_WORDS", v, "an integer in 16..=65536"),
+            }
+        }
+        if let Some(v) = text("PCSTREAM_FIX_APP_HINTS") {
+            match flag(&v) {
+                Some(b) => c.fix_app_hints = b,
+                None => complain("PCSTREAM_FIX_APP_HINTS", v, "0 or 1"),
+            }
+        }
+        if let Some(v) = text("PCSTREAM_FLUSH_MS") {
+            match v.trim().parse::<u64>() {
+                Ok(ms) if ms <= 3_600_000 => c.flush_ns = ms * 1_000_000,
+                _ => complain("PCSTREAM_FLUSH_MS", v, "milliseconds (0..=3600000)"),
+            }
+        }
+        if let Some(v) = text("PCSTREAM_DEBUG") {
+            match flag(&v) {
+                Some(b) => c.debug = b,
+                None => complain("PCSTREAM_DEBUG", v, "0 or 1"),
+            }
+        }
+        (c, bad)
+    }
+
+    /// Options from the process environment.
+    pub fn from_env() -> (Config, Vec<BadOption>) {
+        Config::from_lookup(|k| std::env::var_os(k))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn parse(pairs: &[(&str, &str)]) -> (Config, Vec<BadOption>) {
+        let m: HashMap<String, OsString> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), OsString::from(v)))
+            .collect();
+        Config::from_lookup(|k| m.get(k).cloned())
+    }
+
+    #[test]
+    fn defaults_without_variables() {
+        let (c, bad) = parse(&[]);
+        assert!(bad.is_empty());
+        assert_eq!(c.frames, 5);
+        assert_eq!(c.unwind, Unwind::Auto);
+        assert!(c.fix_app_hints && !c.disabled && !c.debug);
+        assert_eq!(c.socket, PathBuf::from(DEFAULT_SOCKET));
+    }
+
+    #[test]
+    fn values_are_parsed() {
+        let (c, bad) = parse(&[
+            ("PCSTREAM_FRAMES", "8"),
+            ("PCSTREAM_UNWIND", "scan"),
+            ("PCSTREAM_RECORD_DIR", "/tmp/x"),
+            ("PCSTREAM_FIX_APP_HINTS", "0"),
+            ("PCSTREAM_FLUSH_MS", "5"),
+        ]);
+        assert!(bad.is_empty());
+        assert_eq!(c.frames, 8);
+        assert_eq!(c.unwind, Unwind::Scan);
+        assert_eq!(
+            c.record_dir.as_deref(),
+            Some(std::path::Path::new("/tmp/x"))
+        );
+        assert!(!c.fix_app_hints);
+        assert_eq!(c.flush_ns, 5_000_000);
+    }
+
+    #[test]
+    fn bad_values_are_named_and_defaulted() {
+        let (c, bad) = parse(&[("PCSTREAM_FRAMES", "99"), ("PCSTREAM_UNWIND", "dwarfish")]);
+        assert_eq!(c.frames, 5);
+        assert_eq!(c.unwind, Unwind::Auto);
+        assert_eq!(bad.len(), 2);
+        let msg = bad[0].to_string();
+        assert!(
+            msg.contains("PCSTREAM_FRAMES") && msg.contains("99"),
+            "{msg}"
+        );
+    }
+}

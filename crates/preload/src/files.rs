@@ -1,0 +1,216 @@
+//! What the shim knows about file descriptors: per-fd (dev, ino, kind) and,
+//! for descriptors it saw opened write-only, the file position, so a plain
+//! `write()` costs no extra syscall.
+//!
+//! An entry is filled only by an interposed `open*`/`creat`/`fopen` and is
+//! cleared by every interposed call that can retire or share a descriptor
+//! (`close`, `close_range`, `dup*`, `fcntl(F_DUPFD*)`, `fdopen`, `fclose`).
+//! Descriptors without an entry are looked up with `fstat` per write. Each
+//! entry is a small seqlock (odd version = being updated), so a reader in a
+//! signal handler never sees a torn entry: it just misses. Positions are
+//! trusted only within the fork generation they were recorded in (after a
+//! fork, parent and child share file offsets).
+
+use crate::events::FileId;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+
+/// Descriptors with a table entry (higher ones always use `fstat`).
+pub const FDS: usize = 4096;
+
+const REGULAR: u32 = 1;
+const TRACK_POS: u32 = 2;
+
+struct Entry {
+    ver: AtomicU32,
+    flags: AtomicU32,
+    gen: AtomicU32,
+    dev: AtomicU64,
+    ino: AtomicU64,
+    pos: AtomicU64,
+}
+
+#[allow(clippy::declare_interior_mutable_const)]
+const EMPTY: Entry = Entry {
+    ver: AtomicU32::new(0),
+    flags: AtomicU32::new(0),
+    gen: AtomicU32::new(0),
+    dev: AtomicU64::new(0),
+    ino: AtomicU64::new(0),
+    pos: AtomicU64::new(0),
+};
+
+static TABLE: [Entry; FDS] = [EMPTY; FDS];
+static FORK_GEN: AtomicU32 = AtomicU32::new(1);
+
+/// A file descriptor's file, as far as writes are concerned.
+#[derive(Debug, Clone, Copy)]
+pub struct FdInfo {
+    /// Identity.
+    pub id: FileId,
+    /// Whether it is a regular file (only those produce write events).
+    pub regular: bool,
+    /// Whether the position is tracked in the table.
+    pub tracked: bool,
+}
+
+/// Both sides of a fork: file positions are shared from now on.
+pub fn bump_fork_generation() {
+    FORK_GEN.fetch_add(1, Ordering::Relaxed);
+}
+
+fn entry(fd: i32) -> Option<&'static Entry> {
+    usize::try_from(fd).ok().and_then(|i| TABLE.get(i))
+}
+
+/// Fills the entry of a descriptor the shim saw opened.
+pub fn set(fd: i32, st: &libc::stat, oflags: i32) {
+    let Some(e) = entry(fd) else { return };
+    let regular = st.st_mode & libc::S_IFMT == libc::S_IFREG;
+    let track =
+        regular && oflags & libc::O_ACCMODE == libc::O_WRONLY && oflags & libc::O_APPEND == 0;
+    let v = e.ver.load(Ordering::Relaxed);
+    e.ver.store(v | 1, Ordering::Relaxed);
+    std::sync::atomic::fence(Ordering::Release);
+    e.dev.store(st.st_dev, Ordering::Relaxed);
+    e.ino.store(st.st_ino, Ordering::Relaxed);
+    e.pos.store(0, Ordering::Relaxed);
+    e.gen
+        .store(FORK_GEN.load(Ordering::Relaxed), Ordering::Relaxed);
+    e.flags.store(
+        if regular { REGULAR } else { 0 } | if track { TRACK_POS } else { 0 },
+        Ordering::Relaxed,
+    );
+    e.ver
+        .store((v | 1).wrapping_add(1).max(2), Ordering::Release);
+}
+
+/// Forgets a descriptor (closed, replaced, or shared with code the shim cannot see).
+pub fn clear(fd: i32) {
+    if let Some(e) = entry(fd) {
+        e.ver.store(0, Ordering::Release);
+    }
+}
+
+/// Stops trusting a descriptor's tracked position (it was duplicated or
+/// handed to stdio), keeping its identity.
+pub fn untrack(fd: i32) {
+    if let Some(e) = entry(fd) {
+        e.flags.fetch_and(!TRACK_POS, Ordering::Relaxed);
+    }
+}
+
+/// The table's knowledge of `fd`, if any.
+#[inline]
+pub fn get(fd: i32) -> Option<FdInfo> {
+    let e = entry(fd)?;
+    let v1 = e.ver.load(Ordering::Acquire);
+    if v1 == 0 || v1 & 1 == 1 {
+        return None;
+    }
+    let flags = e.flags.load(Ordering::Relaxed);
+    let id = FileId {
+        dev: e.dev.load(Ordering::Relaxed),
+        ino: e.ino.load(Ordering::Relaxed),
+    };
+    let gen_ok = e.gen.load(Ordering::Relaxed) == FORK_GEN.load(Ordering::Relaxed);
+    std::sync::atomic::fence(Ordering::Acquire);
+    if e.ver.load(Ordering::Relaxed) != v1 {
+        return None;
+    }
+    Some(FdInfo {
+        id,
+        regular: flags & REGULAR != 0,
+        tracked: flags & TRACK_POS != 0 && gen_ok,
+    })
+}
+
+/// Advances a tracked position by `n` bytes; returns the position before.
+#[inline]
+pub fn advance(fd: i32, n: u64) -> u64 {
+    entry(fd).map_or(0, |e| e.pos.fetch_add(n, Ordering::Relaxed))
+}
+
+/// Sets a tracked position (after the application's `lseek`).
+pub fn set_pos(fd: i32, pos: u64) {
+    if let Some(e) = entry(fd) {
+        e.pos.store(pos, Ordering::Relaxed);
+    }
+}
+
+/// `fstat` as (identity, is-regular, size).
+pub fn fstat(fd: i32) -> Option<(FileId, bool, u64)> {
+    // SAFETY: zeroed stat is a valid out-buffer for fstat.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: fstat writes into `st`.
+    if unsafe { libc::fstat(fd, &mut st) } != 0 {
+        return None;
+    }
+    Some((
+        FileId {
+            dev: st.st_dev,
+            ino: st.st_ino,
+        },
+        st.st_mode & libc::S_IFMT == libc::S_IFREG,
+        st.st_size as u64,
+    ))
+}
+
+/// The descriptor's file: from the table, else `fstat`.
+#[inline]
+pub fn info(fd: i32) -> Option<FdInfo> {
+    if let Some(i) = get(fd) {
+        return Some(i);
+    }
+    let (id, regular, _) = fstat(fd)?;
+    Some(FdInfo {
+        id,
+        regular,
+        tracked: false,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stat_of(f: &std::fs::File) -> libc::stat {
+        use std::os::fd::AsRawFd;
+        // SAFETY: zeroed stat is valid; fstat fills it.
+        let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        // SAFETY: valid descriptor and buffer.
+        assert_eq!(unsafe { libc::fstat(f.as_raw_fd(), &mut st) }, 0);
+        st
+    }
+
+    #[test]
+    fn set_get_advance_clear() {
+        let f = tempfile::tempfile().unwrap();
+        let st = stat_of(&f);
+        set(4000, &st, libc::O_WRONLY);
+        let i = get(4000).unwrap();
+        assert!(i.regular && i.tracked);
+        assert_eq!(i.id.ino, st.st_ino);
+        assert_eq!(advance(4000, 10), 0);
+        assert_eq!(advance(4000, 5), 10);
+        untrack(4000);
+        assert!(!get(4000).unwrap().tracked);
+        clear(4000);
+        assert!(get(4000).is_none());
+        set(4001, &st, libc::O_RDWR);
+        assert!(
+            !get(4001).unwrap().tracked,
+            "read-write descriptors are not tracked"
+        );
+        set(4002, &st, libc::O_WRONLY | libc::O_APPEND);
+        assert!(
+            !get(4002).unwrap().tracked,
+            "append descriptors are not tracked"
+        );
+        bump_fork_generation();
+        set(4003, &st, libc::O_WRONLY);
+        assert!(get(4003).unwrap().tracked);
+        bump_fork_generation();
+        assert!(!get(4003).unwrap().tracked, "positions die at fork");
+        assert!(get(-1).is_none() && get(1 << 20).is_none());
+    }
+}

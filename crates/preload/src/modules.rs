@@ -1,0 +1,306 @@
+//! The loaded-module table: every executable mapping of the process with the
+//! identity of the module (ELF object) it belongs to.
+//!
+//! Built with `dl_iterate_phdr` in the library constructor and rebuilt after
+//! each `dlopen` (the interposed `dlopen` calls [`refresh`]), never from the
+//! write path. Readers are lock-free: the table is immutable once published
+//! through an atomic pointer, and a replaced table is leaked rather than freed
+//! (a signal handler may still be reading it; refreshes are rare). Identity is
+//! `module_key_from_build_id` of the GNU build-id note, else
+//! `module_key_from_path(path, file size)`.
+
+use libc::{c_int, c_void, dl_phdr_info, size_t};
+use pcstream_placement::signature::{module_key_from_build_id, module_key_from_path};
+use std::ptr;
+use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
+use std::sync::Mutex;
+
+/// One loaded ELF object.
+#[derive(Debug)]
+pub struct Module {
+    /// Stable identity (see the module docs).
+    pub key: u64,
+    /// Load bias (`dlpi_addr`): frame offsets are relative to it.
+    pub base: usize,
+    /// Path of the file (`/proc/self/exe` resolved for the main program).
+    pub path: Box<[u8]>,
+    /// GNU build-id descriptor, empty when absent.
+    pub build_id: Box<[u8]>,
+    /// File size in bytes (0 when it cannot be stat'ed, e.g. the vDSO).
+    pub size: u64,
+    /// Whether this process already emitted the module's `ModuleInfo`.
+    pub sent: AtomicBool,
+    /// Whether this is libpcstream.so itself (its frames are skipped).
+    pub own: bool,
+}
+
+/// An executable address range of a module.
+#[derive(Debug, Clone, Copy)]
+struct Range {
+    start: usize,
+    end: usize,
+    module: u32,
+}
+
+/// An immutable snapshot of the loaded modules.
+#[derive(Debug)]
+pub struct Table {
+    ranges: Box<[Range]>,
+    /// The modules, indexed by `Range::module`.
+    pub modules: Box<[Module]>,
+    lo: usize,
+    hi: usize,
+}
+
+/// Where an address lies.
+#[derive(Debug, Clone, Copy)]
+pub struct Hit<'a> {
+    /// Its module.
+    pub module: &'a Module,
+    /// Address − load bias.
+    pub offset: u64,
+}
+
+impl Table {
+    /// The module and module-relative offset of a code address.
+    #[inline]
+    pub fn lookup(&self, addr: usize) -> Option<Hit<'_>> {
+        if addr < self.lo || addr >= self.hi {
+            return None;
+        }
+        // Last range with start <= addr.
+        let i = self.ranges.partition_point(|r| r.start <= addr);
+        let r = self.ranges.get(i.checked_sub(1)?)?;
+        if addr >= r.end {
+            return None;
+        }
+        let module = self.modules.get(r.module as usize)?;
+        Some(Hit {
+            module,
+            offset: (addr - module.base) as u64,
+        })
+    }
+
+    /// Number of modules.
+    pub fn len(&self) -> usize {
+        self.modules.len()
+    }
+
+    /// Whether the table is empty.
+    pub fn is_empty(&self) -> bool {
+        self.modules.is_empty()
+    }
+}
+
+static TABLE: AtomicPtr<Table> = AtomicPtr::new(ptr::null_mut());
+static REFRESH: Mutex<()> = Mutex::new(());
+
+/// The current table (`None` before the constructor built it).
+#[inline]
+pub fn table() -> Option<&'static Table> {
+    let p = TABLE.load(Ordering::Acquire);
+    // SAFETY: a published table is leaked (never freed) and immutable apart
+    // from its atomics, so a shared 'static reference is valid.
+    unsafe { p.as_ref() }
+}
+
+/// Marks every module as not yet sent (fork child: a new process, new trace).
+pub fn reset_sent() {
+    if let Some(t) = table() {
+        for m in t.modules.iter() {
+            m.sent.store(false, Ordering::Relaxed);
+        }
+    }
+}
+
+struct Collect {
+    own_addr: usize,
+    modules: Vec<Module>,
+    ranges: Vec<Range>,
+}
+
+fn exe_path() -> Vec<u8> {
+    std::fs::read_link("/proc/self/exe")
+        .map(|p| p.into_os_string().into_encoded_bytes())
+        .unwrap_or_default()
+}
+
+fn file_size(path: &[u8]) -> u64 {
+    use std::os::unix::ffi::OsStrExt;
+    if path.is_empty() || path[0] != b'/' {
+        return 0;
+    }
+    std::fs::metadata(std::ffi::OsStr::from_bytes(path))
+        .map(|m| m.len())
+        .unwrap_or(0)
+}
+
+/// The GNU build-id of a loaded object, from its PT_NOTE segments in memory.
+///
+/// # Safety
+/// `info` must be a `dl_phdr_info` handed out by `dl_iterate_phdr`.
+unsafe fn build_id(info: &dl_phdr_info) -> Vec<u8> {
+    for i in 0..info.dlpi_phnum as usize {
+        // SAFETY: dlpi_phdr points to dlpi_phnum program headers.
+        let ph = unsafe { &*info.dlpi_phdr.add(i) };
+        if ph.p_type != libc::PT_NOTE {
+            continue;
+        }
+        let mut p = info.dlpi_addr as usize + ph.p_vaddr as usize;
+        let end = p + ph.p_memsz as usize;
+        while p + 12 <= end {
+            // SAFETY: the note segment is mapped (PT_NOTE lies inside a PT_LOAD)
+            // and we stay inside [p, end).
+            let (namesz, descsz, ty) = unsafe {
+                (
+                    (p as *const u32).read_unaligned() as usize,
+                    ((p + 4) as *const u32).read_unaligned() as usize,
+                    ((p + 8) as *const u32).read_unaligned(),
+                )
+            };
+            let name = p + 12;
+            let desc = name + namesz.next_multiple_of(4);
+            let next = desc + descsz.next_multiple_of(4);
+            if next > end {
+                break;
+            }
+            // SAFETY: [name, name+namesz) and [desc, desc+descsz) are inside the segment.
+            let (n, d) = unsafe {
+                (
+                    std::slice::from_raw_parts(name as *const u8, namesz),
+                    std::slice::from_raw_parts(desc as *const u8, descsz),
+                )
+            };
+            if ty == 3 && n == b"GNU\0" {
+                return d.to_vec();
+            }
+            p = next;
+        }
+    }
+    Vec::new()
+}
+
+unsafe extern "C" fn collect_one(
+    info: *mut dl_phdr_info,
+    _size: size_t,
+    data: *mut c_void,
+) -> c_int {
+    // SAFETY: dl_iterate_phdr passes a valid info and our `Collect` as data.
+    let (info, c) = unsafe { (&*info, &mut *(data as *mut Collect)) };
+    let raw_name: &[u8] = if info.dlpi_name.is_null() {
+        b""
+    } else {
+        // SAFETY: dlpi_name is a NUL-terminated string owned by the loader.
+        unsafe { std::ffi::CStr::from_ptr(info.dlpi_name) }.to_bytes()
+    };
+    let path = if raw_name.is_empty() && c.modules.is_empty() {
+        exe_path()
+    } else {
+        raw_name.to_vec()
+    };
+    // SAFETY: `info` comes from dl_iterate_phdr.
+    let bid = unsafe { build_id(info) };
+    let size = file_size(&path);
+    let key = if bid.is_empty() {
+        module_key_from_path(&path, size)
+    } else {
+        module_key_from_build_id(&bid)
+    };
+    let idx = c.modules.len() as u32;
+    let base = info.dlpi_addr as usize;
+    let mut own = false;
+    let mut any = false;
+    for i in 0..info.dlpi_phnum as usize {
+        // SAFETY: dlpi_phdr points to dlpi_phnum program headers.
+        let ph = unsafe { &*info.dlpi_phdr.add(i) };
+        if ph.p_type == libc::PT_LOAD && ph.p_flags & libc::PF_X != 0 {
+            let start = base + ph.p_vaddr as usize;
+            let end = start + ph.p_memsz as usize;
+            own |= (start..end).contains(&c.own_addr);
+            c.ranges.push(Range {
+                start,
+                end,
+                module: idx,
+            });
+            any = true;
+        }
+    }
+    if any {
+        c.modules.push(Module {
+            key,
+            base,
+            path: path.into_boxed_slice(),
+            build_id: bid.into_boxed_slice(),
+            size,
+            sent: AtomicBool::new(false),
+            own,
+        });
+    }
+    0
+}
+
+/// Rebuilds the table from `dl_iterate_phdr` and publishes it. Modules that
+/// were already sent keep that state. Not for signal context (takes the
+/// loader lock and allocates).
+pub fn refresh() {
+    let _g = REFRESH.lock().unwrap_or_else(|e| e.into_inner());
+    let mut c = Collect {
+        own_addr: refresh as *const () as usize,
+        modules: Vec::new(),
+        ranges: Vec::new(),
+    };
+    // SAFETY: the callback matches dl_iterate_phdr's contract and `c` outlives the call.
+    unsafe { libc::dl_iterate_phdr(Some(collect_one), &mut c as *mut Collect as *mut c_void) };
+    if let Some(old) = table() {
+        for m in c.modules.iter() {
+            if old
+                .modules
+                .iter()
+                .any(|o| o.key == m.key && o.base == m.base && o.sent.load(Ordering::Relaxed))
+            {
+                m.sent.store(true, Ordering::Relaxed);
+            }
+        }
+    }
+    c.ranges.sort_by_key(|r| r.start);
+    let lo = c.ranges.first().map_or(0, |r| r.start);
+    let hi = c.ranges.iter().map(|r| r.end).max().unwrap_or(0);
+    let t = Box::new(Table {
+        ranges: c.ranges.into_boxed_slice(),
+        modules: c.modules.into_boxed_slice(),
+        lo,
+        hi,
+    });
+    TABLE.store(Box::into_raw(t), Ordering::Release);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_own_code_and_libc() {
+        refresh();
+        let t = table().unwrap();
+        assert!(t.len() >= 2);
+        let me = t
+            .lookup(finds_own_code_and_libc as *const () as usize)
+            .expect("own code is mapped");
+        assert!(me.module.own);
+        let libc_hit = t
+            .lookup(libc::getpid as *const () as usize)
+            .expect("libc is mapped");
+        assert!(!libc_hit.module.own);
+        assert!(
+            !libc_hit.module.build_id.is_empty(),
+            "Debian's libc has a build-id"
+        );
+        assert_eq!(
+            libc_hit.module.key,
+            module_key_from_build_id(&libc_hit.module.build_id)
+        );
+        assert!(t.lookup(0x10).is_none());
+        let stack_var = 0u64;
+        assert!(t.lookup(&stack_var as *const u64 as usize).is_none());
+    }
+}

@@ -1,0 +1,284 @@
+//! The shim's life cycle: initialisation (library constructor), the
+//! per-thread re-entrancy guard, fork handling and exit.
+//!
+//! States: `UNINIT` → `ACTIVE` or `PASSTHROUGH` (disabled, or nothing to do:
+//! no trace directory, no daemon socket, no mapping). Entry points do real
+//! work only in `ACTIVE` and when this thread is not already inside the shim
+//! (a signal handler interrupting the shim, or the shim's own libc calls).
+
+use crate::config::Config;
+use crate::events::{self, Kind, ProcessKind};
+use crate::seen::SeenSet;
+use crate::{files, hint, modules, real, record, signature};
+use std::cell::Cell;
+use std::ffi::CStr;
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::OnceLock;
+
+const UNINIT: u8 = 0;
+const ACTIVE: u8 = 2;
+const PASSTHROUGH: u8 = 3;
+
+static STATE: AtomicU8 = AtomicU8::new(UNINIT);
+static CONFIG: OnceLock<Config> = OnceLock::new();
+static EVENTS: AtomicBool = AtomicBool::new(false);
+static FINISHED: AtomicBool = AtomicBool::new(false);
+static ARGV: OnceLock<Vec<Vec<u8>>> = OnceLock::new();
+
+/// Signatures already described in this process (`SignatureInfo` sent).
+pub static SEEN_SIGS: SeenSet<8192> = SeenSet::new();
+/// Inodes already named in this process (`OpenEvent` sent).
+pub static SEEN_FILES: SeenSet<8192> = SeenSet::new();
+
+thread_local! {
+    static IN_SHIM: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Proof that this thread is inside the shim with the shim active.
+#[derive(Debug)]
+pub struct Guard(());
+
+impl Guard {
+    /// Enters the shim, or `None` when the call must pass straight through.
+    #[inline(always)]
+    pub fn enter() -> Option<Guard> {
+        if STATE.load(Ordering::Acquire) != ACTIVE {
+            return None;
+        }
+        IN_SHIM.with(|c| {
+            if c.get() {
+                None
+            } else {
+                c.set(true);
+                Some(Guard(()))
+            }
+        })
+    }
+
+    /// Runs the real call with the guard released (signal handlers that
+    /// interrupt the real call are traced like any other code).
+    #[inline(always)]
+    pub fn call<R>(&self, f: impl FnOnce() -> R) -> R {
+        IN_SHIM.with(|c| c.set(false));
+        let r = f();
+        IN_SHIM.with(|c| c.set(true));
+        r
+    }
+
+    /// Runs shim work: errno preserved, panics contained.
+    #[inline(always)]
+    pub fn observe<R>(&self, f: impl FnOnce() -> R) -> Option<R> {
+        observe(f)
+    }
+
+    /// The configuration.
+    #[inline(always)]
+    pub fn cfg(&self) -> &'static Config {
+        cfg()
+    }
+}
+
+impl Drop for Guard {
+    #[inline(always)]
+    fn drop(&mut self) {
+        IN_SHIM.with(|c| c.set(false));
+    }
+}
+
+fn errno_loc() -> *mut i32 {
+    // SAFETY: __errno_location has no preconditions and returns this thread's errno.
+    unsafe { libc::__errno_location() }
+}
+
+/// Runs `f` keeping `errno` as it was and containing any panic.
+#[inline(always)]
+pub fn observe<R>(f: impl FnOnce() -> R) -> Option<R> {
+    let e = errno_loc();
+    // SAFETY: e is this thread's errno.
+    let saved = unsafe { *e };
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).ok();
+    // SAFETY: as above.
+    unsafe { *e = saved };
+    r
+}
+
+/// The configuration (defaults before init).
+pub fn cfg() -> &'static Config {
+    static DEFAULT: OnceLock<Config> = OnceLock::new();
+    CONFIG
+        .get()
+        .unwrap_or_else(|| DEFAULT.get_or_init(Config::default))
+}
+
+/// Whether events are produced (a trace file or a daemon socket).
+#[inline(always)]
+pub fn events_on() -> bool {
+    EVENTS.load(Ordering::Relaxed)
+}
+
+/// Pushes an event to this thread's batch.
+pub fn emit(kind: &Kind<'_>) {
+    if events_on() {
+        events::push(kind, cfg().flush_ns, FINISHED.load(Ordering::Relaxed));
+    }
+}
+
+fn debug(msg: std::fmt::Arguments<'_>) {
+    if cfg().debug {
+        eprintln!("pcstream[{}]: {msg}", record::pid());
+    }
+}
+
+fn now_unix_ns() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
+}
+
+fn exe() -> Vec<u8> {
+    std::fs::read_link("/proc/self/exe")
+        .map(|p| p.into_os_string().into_encoded_bytes())
+        .unwrap_or_default()
+}
+
+fn open_trace_file(start_mono_ns: u64) {
+    let c = cfg();
+    if let Some(dir) = &c.record_dir {
+        let argv = ARGV.get().map(|v| v.as_slice()).unwrap_or(&[]);
+        let h = record::HeaderInfo {
+            start_mono_ns,
+            start_unix_ns: now_unix_ns(),
+            command: argv,
+        };
+        match record::open_trace(dir, &h) {
+            Ok(p) => debug(format_args!("recording to {}", p.display())),
+            Err(e) => eprintln!("pcstream: cannot record: {e}"),
+        }
+    }
+}
+
+/// Library constructor body. `argv` as handed to `.init_array` functions.
+///
+/// # Safety
+/// `argv` must be null or a null-terminated array of C strings.
+pub unsafe fn init(argc: i32, argv: *const *const libc::c_char) {
+    IN_SHIM.with(|c| c.set(true));
+    real::resolve_all();
+    let (c, bad) = Config::from_env();
+    for b in &bad {
+        eprintln!("{b}");
+    }
+    if c.disabled {
+        STATE.store(PASSTHROUGH, Ordering::Release);
+        IN_SHIM.with(|c| c.set(false));
+        return;
+    }
+    let _ = CONFIG.set(c);
+    let mut args = Vec::new();
+    if !argv.is_null() {
+        for i in 0..argc.max(0) as usize {
+            // SAFETY: argv has argc entries (caller contract).
+            let p = unsafe { *argv.add(i) };
+            if p.is_null() {
+                break;
+            }
+            // SAFETY: each entry is a NUL-terminated C string.
+            args.push(unsafe { CStr::from_ptr(p) }.to_bytes().to_vec());
+        }
+    }
+    let _ = ARGV.set(args);
+    signature::init_stack_facts();
+    modules::refresh();
+    // SAFETY: getpid has no preconditions.
+    record::set_pid(unsafe { libc::getpid() } as u32);
+    let c = cfg();
+    if let Some(p) = &c.map {
+        match hint::Map::load(p) {
+            Ok(m) => {
+                debug(format_args!(
+                    "{} mapping entries from {}",
+                    m.len(),
+                    p.display()
+                ));
+                hint::install_map(m);
+            }
+            Err(e) => eprintln!("{e} (mapping ignored)"),
+        }
+    }
+    if record::open_socket(&c.socket) {
+        debug(format_args!("sending events to {}", c.socket.display()));
+    }
+    open_trace_file(events::now_ns());
+    EVENTS.store(record::active(), Ordering::Relaxed);
+    if !record::active() && !hint::have_map() {
+        STATE.store(PASSTHROUGH, Ordering::Release);
+        IN_SHIM.with(|c| c.set(false));
+        return;
+    }
+    // SAFETY: registering plain extern "C" handlers.
+    unsafe { libc::pthread_atfork(None, Some(after_fork_parent), Some(after_fork_child)) };
+    STATE.store(ACTIVE, Ordering::Release);
+    let exe = exe();
+    emit(&Kind::Process {
+        kind: ProcessKind::Start,
+        // SAFETY: getppid has no preconditions.
+        ppid: unsafe { libc::getppid() } as u32,
+        exe: &exe,
+        argv: ARGV.get().map(|v| v.as_slice()).unwrap_or(&[]),
+        dropped: 0,
+    });
+    IN_SHIM.with(|c| c.set(false));
+}
+
+extern "C" fn after_fork_parent() {
+    files::bump_fork_generation();
+}
+
+extern "C" fn after_fork_child() {
+    observe(|| {
+        IN_SHIM.with(|c| c.set(true));
+        files::bump_fork_generation();
+        events::after_fork_child();
+        SEEN_SIGS.clear();
+        SEEN_FILES.clear();
+        modules::reset_sent();
+        // SAFETY: getpid has no preconditions.
+        record::set_pid(unsafe { libc::getpid() } as u32);
+        open_trace_file(events::now_ns());
+        emit(&Kind::Process {
+            kind: ProcessKind::ForkChild,
+            // SAFETY: getppid has no preconditions.
+            ppid: unsafe { libc::getppid() } as u32,
+            exe: &[],
+            argv: &[],
+            dropped: 0,
+        });
+        IN_SHIM.with(|c| c.set(false));
+    });
+}
+
+/// Flushes everything pending (before `exec`, at exit).
+pub fn flush_all() {
+    events::flush_mine();
+    events::sweep(None);
+}
+
+/// Library destructor body: the EXIT event and a final flush of every batch.
+pub fn fini() {
+    if STATE.load(Ordering::Acquire) != ACTIVE {
+        return;
+    }
+    let was = IN_SHIM.with(|c| c.replace(true));
+    observe(|| {
+        FINISHED.store(true, Ordering::Relaxed);
+        emit(&Kind::Process {
+            kind: ProcessKind::Exit,
+            ppid: 0,
+            exe: &[],
+            argv: &[],
+            dropped: events::dropped(),
+        });
+        flush_all();
+    });
+    IN_SHIM.with(|c| c.set(was));
+}

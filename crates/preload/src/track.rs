@@ -1,0 +1,364 @@
+//! What each intercepted call means: the work the entry points in
+//! `interpose.rs` do after (or just before) the real call, always with the
+//! re-entrancy guard held and `errno` preserved by the caller.
+//!
+//! Writes to regular files get a signature, a stream and hint from the
+//! mapping, and a `WriteEvent`; calls that end the life of data produce
+//! `InvalidateEvent`s; the application's own `F_SET_RW_HINT` becomes an
+//! `AppHintEvent` (and is repaired when malformed).
+
+use crate::events::{FileId, InvalidateKind, Kind, WriteCall};
+use crate::signature::{self, Captured, Params};
+use crate::state::{self, events_on, SEEN_FILES, SEEN_SIGS};
+use crate::{files, hint, modules, real};
+use libc::{c_char, c_int, FILE};
+use pcstream_placement::hint::RwHint;
+use pcstream_placement::signature::mix64;
+use std::sync::atomic::Ordering;
+
+fn params() -> Params {
+    let c = state::cfg();
+    Params {
+        frames: c.frames,
+        unwind: c.unwind,
+        scan_words: c.scan_words,
+    }
+}
+
+/// Captures the program context behind the trampoline's frame record, and
+/// describes it (modules, signature) the first time this process sees it.
+fn context(rec: *const usize) -> Option<Captured> {
+    let table = modules::table()?;
+    // SAFETY: `rec` is the trampoline's frame record on this thread's stack.
+    let cap = unsafe { signature::capture(table, rec, params()) };
+    if events_on() && SEEN_SIGS.insert(cap.signature.0) {
+        let mut frames = [(0u64, 0u64); crate::config::MAX_FRAMES];
+        for (i, f) in cap.frames().enumerate() {
+            frames[i] = (f.key, f.offset);
+            if !f.module.sent.swap(true, Ordering::Relaxed) {
+                state::emit(&Kind::Module {
+                    key: f.module.key,
+                    build_id: &f.module.build_id,
+                    path: &f.module.path,
+                    size: f.module.size,
+                });
+            }
+        }
+        state::emit(&Kind::Signature {
+            signature: cap.signature.0,
+            frames: &frames[..cap.n],
+            method: cap.method as u32,
+        });
+    }
+    Some(cap)
+}
+
+/// Names a file (`OpenEvent`) the first time this process writes to it.
+fn name_file(fd: c_int, id: FileId) {
+    if !SEEN_FILES.insert(mix64(id.dev.rotate_left(32) ^ mix64(id.ino))) {
+        return;
+    }
+    let mut link = [0u8; 32];
+    let mut buf = [0u8; crate::events::MAX_PATH];
+    let mut e = crate::events::Enc::new(&mut link);
+    e.raw(b"/proc/self/fd/");
+    let mut digits = [0u8; 12];
+    let mut n = fd.unsigned_abs();
+    let mut i = digits.len();
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    e.raw(&digits[i..]);
+    e.raw(b"\0");
+    // SAFETY: link is NUL-terminated; readlink writes at most buf.len() bytes.
+    let len = unsafe {
+        libc::readlink(
+            link.as_ptr() as *const c_char,
+            buf.as_mut_ptr() as *mut c_char,
+            buf.len(),
+        )
+    };
+    let path = if len > 0 {
+        &buf[..len as usize]
+    } else {
+        &[][..]
+    };
+    // SAFETY: F_GETFL takes no argument.
+    let flags = real::FCNTL
+        .get()
+        .map_or(0, |f| unsafe { f(fd, libc::F_GETFL) });
+    state::emit(&Kind::Open {
+        file: id,
+        path,
+        flags,
+    });
+}
+
+/// A successful write of `n` bytes to `fd` (`off` given for positioned writes).
+pub fn write(fd: c_int, off: Option<u64>, n: u64, call: WriteCall, rec: *const usize) {
+    let Some(info) = files::info(fd) else { return };
+    if !info.regular {
+        return;
+    }
+    let offset = match off {
+        Some(o) => o,
+        None if info.tracked => files::advance(fd, n),
+        None => {
+            // The position after the write, minus what was written (also
+            // right for O_APPEND).
+            let lseek = real::LSEEK.get();
+            // SAFETY: lseek(SEEK_CUR, 0) only reads the position.
+            let after = lseek.map_or(-1, |f| unsafe { f(fd, 0, libc::SEEK_CUR) });
+            (after as u64).saturating_sub(n)
+        }
+    };
+    finish_write(fd, info.id, offset, n, call, rec);
+}
+
+fn finish_write(fd: c_int, id: FileId, offset: u64, n: u64, call: WriteCall, rec: *const usize) {
+    let Some(cap) = context(rec) else { return };
+    let stream = hint::stream_for(cap.signature.0);
+    let hint_now = if stream != 0 {
+        hint::apply(fd, id, RwHint::for_stream(stream))
+    } else {
+        hint::cached(id).unwrap_or(0)
+    };
+    if events_on() {
+        name_file(fd, id);
+        state::emit(&Kind::Write {
+            file: id,
+            offset,
+            len: n,
+            signature: cap.signature.0,
+            stream,
+            hint: hint_now as u32,
+            call,
+        });
+    }
+}
+
+/// A successful stdio call that accepted `n` bytes for `f`.
+pub fn stdio(f: *mut FILE, n: u64, rec: *const usize) {
+    if f.is_null() || n == 0 {
+        return;
+    }
+    let (Some(fileno), Some(ftello)) = (real::FILENO.get(), real::FTELLO.get()) else {
+        return;
+    };
+    // SAFETY: `f` was just used successfully by the real stdio call.
+    let fd = unsafe { fileno(f) };
+    let Some(info) = files::info(fd) else { return };
+    if !info.regular {
+        return;
+    }
+    // SAFETY: as above; ftello reports the stream's logical position.
+    let pos = unsafe { ftello(f) };
+    let offset = (pos as u64).saturating_sub(n);
+    finish_write(fd, info.id, offset, n, WriteCall::Fwrite, rec);
+}
+
+/// Identity, type, link count and size of a path (before a destructive call).
+#[derive(Debug, Clone, Copy)]
+pub struct PathStat {
+    id: FileId,
+    regular: bool,
+    nlink: u64,
+    size: u64,
+}
+
+/// `fstatat(dirfd, path)`; `follow` = follow a final symlink.
+pub fn stat_path(dirfd: c_int, path: *const c_char, follow: bool) -> Option<PathStat> {
+    if path.is_null() {
+        return None;
+    }
+    // SAFETY: zeroed stat is a valid out-buffer.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    let flags = if follow { 0 } else { libc::AT_SYMLINK_NOFOLLOW };
+    // SAFETY: path is the application's C string (it passes the same to the
+    // real call); fstatat only reads it.
+    if unsafe { libc::fstatat(dirfd, path, &mut st, flags) } != 0 {
+        return None;
+    }
+    Some(PathStat {
+        id: FileId {
+            dev: st.st_dev,
+            ino: st.st_ino,
+        },
+        regular: st.st_mode & libc::S_IFMT == libc::S_IFREG,
+        nlink: st.st_nlink,
+        size: st.st_size as u64,
+    })
+}
+
+fn invalidate(id: FileId, kind: InvalidateKind, offset: u64, len: u64) {
+    state::emit(&Kind::Invalidate {
+        file: id,
+        kind,
+        offset,
+        len,
+    });
+}
+
+/// Before `unlink`-like calls: the file whose last link may go.
+pub fn before_unlink(dirfd: c_int, path: *const c_char) -> Option<PathStat> {
+    stat_path(dirfd, path, false).filter(|s| s.regular && s.nlink == 1)
+}
+
+/// After a successful unlink of a file seen by [`before_unlink`].
+pub fn unlinked(s: PathStat) {
+    hint::forget(s.id);
+    invalidate(s.id, InvalidateKind::Unlink, 0, s.size);
+}
+
+/// Before `rename*`: the destination that would be replaced (and the source,
+/// to tell a no-op rename of a file onto itself).
+pub fn before_rename(
+    olddir: c_int,
+    old: *const c_char,
+    newdir: c_int,
+    new: *const c_char,
+) -> Option<PathStat> {
+    let dst = stat_path(newdir, new, false).filter(|s| s.regular && s.nlink == 1)?;
+    let src = stat_path(olddir, old, false)?;
+    (src.id != dst.id).then_some(dst)
+}
+
+/// After a successful rename that replaced `dst`.
+pub fn replaced(dst: PathStat) {
+    hint::forget(dst.id);
+    invalidate(dst.id, InvalidateKind::RenameReplace, 0, dst.size);
+}
+
+/// After a successful truncate to `len` of a file that had `before.size`.
+pub fn truncated(before: PathStat, len: u64) {
+    if before.regular && before.size > len {
+        invalidate(before.id, InvalidateKind::Truncate, len, before.size - len);
+    }
+}
+
+/// `fstat` of a descriptor as a [`PathStat`].
+pub fn stat_fd(fd: c_int) -> Option<PathStat> {
+    // SAFETY: zeroed stat is a valid out-buffer.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: fstat writes into st.
+    if unsafe { libc::fstat(fd, &mut st) } != 0 {
+        return None;
+    }
+    Some(PathStat {
+        id: FileId {
+            dev: st.st_dev,
+            ino: st.st_ino,
+        },
+        regular: st.st_mode & libc::S_IFMT == libc::S_IFREG,
+        nlink: st.st_nlink,
+        size: st.st_size as u64,
+    })
+}
+
+/// After a successful `open*`/`creat`/`fopen` returning `fd`. `before` is the
+/// path's state before an `O_TRUNC` open; `stdio` marks stdio-owned
+/// descriptors (position managed by libc, never tracked).
+pub fn opened(fd: c_int, oflags: c_int, before: Option<PathStat>, stdio: bool) {
+    // SAFETY: zeroed stat is a valid out-buffer.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: fstat writes into st.
+    if unsafe { libc::fstat(fd, &mut st) } != 0 {
+        files::clear(fd);
+        return;
+    }
+    let flags = if stdio {
+        oflags | libc::O_APPEND
+    } else {
+        oflags
+    };
+    files::set(fd, &st, flags);
+    let id = FileId {
+        dev: st.st_dev,
+        ino: st.st_ino,
+    };
+    if let Some(b) = before {
+        if b.id == id && b.regular && b.size > st.st_size as u64 {
+            invalidate(
+                id,
+                InvalidateKind::Truncate,
+                st.st_size as u64,
+                b.size - st.st_size as u64,
+            );
+        }
+    }
+    if hint::have_map() && st.st_mode & libc::S_IFMT == libc::S_IFREG {
+        hint::refresh(fd, id);
+    }
+}
+
+/// After `fallocate(fd, mode, off, len)` succeeded.
+pub fn fallocated(fd: c_int, mode: c_int, off: i64, len: i64) {
+    const KILLS: c_int =
+        libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_COLLAPSE_RANGE | libc::FALLOC_FL_ZERO_RANGE;
+    if mode & KILLS == 0 || len <= 0 {
+        return;
+    }
+    if let Some(s) = stat_fd(fd).filter(|s| s.regular) {
+        invalidate(
+            s.id,
+            InvalidateKind::PunchHole,
+            off.max(0) as u64,
+            len as u64,
+        );
+    }
+}
+
+/// Reads 8 bytes of the application's memory without risking a fault.
+fn peek_u64(addr: usize) -> Option<u64> {
+    let mut v = 0u64;
+    let local = libc::iovec {
+        iov_base: &mut v as *mut u64 as *mut libc::c_void,
+        iov_len: 8,
+    };
+    let remote = libc::iovec {
+        iov_base: addr as *mut libc::c_void,
+        iov_len: 8,
+    };
+    // SAFETY: process_vm_readv on our own pid copies into `v` and reports
+    // EFAULT instead of faulting on a bad address.
+    let n = unsafe { libc::process_vm_readv(libc::getpid(), &local, 1, &remote, 1, 0) };
+    (n == 8).then_some(v)
+}
+
+/// After the application's `fcntl(fd, F_SET_RW_HINT, arg)` returned `rc`
+/// with `err` (errno when rc < 0).
+pub fn app_hint(fd: c_int, arg: usize, rc: c_int, err: c_int) {
+    let Some(s) = stat_fd(fd) else { return };
+    let raw = if rc == 0 || err == libc::EINVAL {
+        peek_u64(arg)
+    } else {
+        None
+    };
+    let mut requested = 0;
+    let mut repaired = false;
+    if let Some(raw) = raw {
+        if rc == 0 {
+            requested = raw;
+            hint::remember(s.id, raw);
+        } else if let Some(meant) = hint::intended(raw) {
+            requested = meant;
+            if state::cfg().fix_app_hints {
+                repaired = hint::repair(fd, s.id, meant);
+            }
+        } else {
+            requested = raw;
+        }
+    }
+    state::emit(&Kind::AppHint {
+        file: s.id,
+        requested,
+        accepted: rc == 0,
+        errno: if rc == 0 { 0 } else { err },
+        repaired,
+    });
+}
