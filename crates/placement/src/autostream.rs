@@ -22,7 +22,7 @@
 //! | --- | --- | --- |
 //! | `chunk_pages` | 256 (1 MiB) | the PCStream authors' re-implementation (they also tried 2 MiB) |
 //! | `decay_period` | 65536 pages (256 MiB written) | logical time instead of their 30 s wall clock, so a replay is reproducible |
-//! | `log_base` | 2 | with ≤ 16 streams and halving decay, log10 leaves most streams unused |
+//! | `log_base` | 10 | as the re-implementation: counts only decay across idle periods, so they grow with the trace; log2 would put every chunk of a long trace in the top stream of a small device |
 //! | stream of a write | after counting the write | the write's own access is part of the chunk's hotness |
 //!
 //! Both use every stream id `0..streams` (no "unknown" stream: AutoStream
@@ -40,7 +40,7 @@ pub struct AutoStreamConfig {
     pub chunk_pages: u32,
     /// SFR: logical time (pages) after which a chunk's count halves. Default 65536.
     pub decay_period: u64,
-    /// Base of the logarithm that turns counts into streams. Default 2.
+    /// Base of the logarithm that turns counts into streams. Default 10.
     pub log_base: f64,
     /// SFR: a write starting where the previous one ended keeps its stream. Default true.
     pub sequential_continuation: bool,
@@ -51,7 +51,7 @@ impl Default for AutoStreamConfig {
         AutoStreamConfig {
             chunk_pages: 256,
             decay_period: 65536,
-            log_base: 2.0,
+            log_base: 10.0,
             sequential_continuation: true,
         }
     }
@@ -328,8 +328,8 @@ mod tests {
         let cfg = AutoStreamConfig {
             chunk_pages: 4,
             decay_period: 100,
+            log_base: 2.0,
             sequential_continuation: false,
-            ..Default::default()
         };
         let mut p = AutoStreamSfr::new(5, cfg);
         let mut s = 0;
@@ -346,6 +346,7 @@ mod tests {
     fn sfr_sequential_write_keeps_the_stream() {
         let cfg = AutoStreamConfig {
             chunk_pages: 4,
+            log_base: 2.0,
             ..Default::default()
         };
         let mut p = AutoStreamSfr::new(5, cfg);
@@ -363,6 +364,7 @@ mod tests {
     fn mq_promotes_by_refs_and_demotes_expired_chunks() {
         let cfg = AutoStreamConfig {
             chunk_pages: 1,
+            log_base: 2.0,
             ..Default::default()
         };
         let mut p = AutoStreamMq::new(4, cfg);

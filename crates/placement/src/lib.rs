@@ -24,6 +24,8 @@ pub mod pcstream;
 #[cfg(feature = "learn")]
 pub mod policies;
 pub mod policy;
+#[cfg(all(test, feature = "learn"))]
+mod scenarios;
 pub mod signature;
 pub mod trace;
 

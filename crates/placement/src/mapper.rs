@@ -126,6 +126,66 @@ pub fn cluster_1d(
     finish(&clean, &seeds)
 }
 
+/// Exact weighted 1-D k-means by dynamic programming over the sorted points
+/// (O(k·n²); for small `n`, e.g. a histogram's bins). Optimal, so
+/// deterministic without a seed; used by the oracle, which must not lose to a
+/// k-means local optimum. Same contract as [`cluster_1d`].
+pub fn cluster_1d_exact(points: &[(f64, f64)], k: usize) -> Clustering {
+    let mut v: Vec<(f64, f64)> = points
+        .iter()
+        .map(|&(x, w)| (if x.is_finite() { x } else { 0.0 }, w.max(0.0)))
+        .filter(|p| p.1 > 0.0 && p.1.is_finite())
+        .collect();
+    v.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let n = v.len();
+    let k = k.min(n);
+    if k == 0 {
+        return Clustering {
+            centroids: Vec::new(),
+            labels: vec![0; points.len()],
+        };
+    }
+    // Prefix sums of w, w·x, w·x².
+    let mut pw = vec![0.0; n + 1];
+    let mut px = vec![0.0; n + 1];
+    let mut pxx = vec![0.0; n + 1];
+    for (i, &(x, w)) in v.iter().enumerate() {
+        pw[i + 1] = pw[i] + w;
+        px[i + 1] = px[i] + w * x;
+        pxx[i + 1] = pxx[i] + w * x * x;
+    }
+    let cost = |i: usize, j: usize| {
+        let w = pw[j] - pw[i];
+        let sx = px[j] - px[i];
+        (pxx[j] - pxx[i] - sx * sx / w).max(0.0)
+    };
+    // d[c][j]: best cost of the first j points in c+1 clusters; arg = start of the last.
+    let mut d = vec![vec![f64::INFINITY; n + 1]; k];
+    let mut arg = vec![vec![0usize; n + 1]; k];
+    for (j, slot) in d[0].iter_mut().enumerate().skip(1) {
+        *slot = cost(0, j);
+    }
+    for c in 1..k {
+        for j in c + 1..=n {
+            for i in c..j {
+                let t = d[c - 1][i] + cost(i, j);
+                if t < d[c][j] {
+                    d[c][j] = t;
+                    arg[c][j] = i;
+                }
+            }
+        }
+    }
+    let mut centroids = Vec::with_capacity(k);
+    let mut j = n;
+    for c in (0..k).rev() {
+        let i = if c == 0 { 0 } else { arg[c][j] };
+        centroids.push((px[j] - px[i]) / (pw[j] - pw[i]));
+        j = i;
+    }
+    finish(points, &centroids)
+}
+
 /// Runs linfa's k-means on the weight-replicated points.
 fn linfa_centroids(
     pts: &[(f64, f64)],
@@ -430,6 +490,34 @@ mod tests {
         assert_eq!(two.centroids, vec![1.0, 5.0]);
         assert_eq!(two.labels, vec![1, 0, 1]);
         assert!(cluster_1d(&[], 3, 0, 64, 1).centroids.is_empty());
+    }
+
+    #[test]
+    fn exact_dp_matches_kmeans_on_clear_groups_and_beats_a_bad_split() {
+        let pts = [
+            (0.0, 1.0),
+            (1.0, 1.0),
+            (2.0, 1.0),
+            (3.0, 1.0),
+            (10.0, 0.001),
+        ];
+        let c = cluster_1d_exact(&pts, 2);
+        assert_eq!(c.labels, vec![0, 0, 1, 1, 1]);
+        assert_eq!(c, cluster_1d(&pts, 2, 7, 512, 4));
+        let hist: Vec<(f64, f64)> = (0..40)
+            .map(|i| (i as f64, if i < 20 { 5.0 } else { 1.0 }))
+            .collect();
+        let c = cluster_1d_exact(&hist, 4);
+        assert_eq!(c.centroids.len(), 4);
+        let sse = |c: &Clustering| -> f64 {
+            hist.iter()
+                .zip(&c.labels)
+                .map(|(&(x, w), &l)| w * (x - c.centroids[l]).powi(2))
+                .sum()
+        };
+        let heuristic = cluster_1d(&hist, 4, 3, 512, 1);
+        assert!(sse(&c) <= sse(&heuristic) + 1e-9);
+        assert!(cluster_1d_exact(&[], 3).centroids.is_empty());
     }
 
     #[test]

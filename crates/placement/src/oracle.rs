@@ -3,8 +3,9 @@
 //!
 //! Lifetimes (`death − time`, pages; data never invalidated within the trace
 //! counts as lifetime 2^60) are binned on `log2` in quarter steps, weighted by
-//! pages. The bin histogram is clustered with the same weighted 1-D k-means
-//! as pcstream's mapper ([`cluster_1d`]) into as many clusters as the device
+//! pages. The bin histogram is clustered by exact weighted 1-D k-means
+//! ([`cluster_1d_exact`], dynamic programming over the ≤ 244 bins: optimal,
+//! so the oracle never suffers a k-means local optimum) into as many clusters as the device
 //! has streams (the oracle needs no "unknown" stream, so it uses all ids,
 //! shortest lifetimes in stream 0); a write goes to the cluster whose range
 //! holds its lifetime. The histogram is re-clustered every `refit_interval`
@@ -12,7 +13,7 @@
 //! smaller), so the oracle adapts like the online policies do but never has
 //! to guess.
 
-use crate::mapper::cluster_1d;
+use crate::mapper::cluster_1d_exact;
 use crate::policy::{Placement, StreamId, WriteCtx};
 
 /// Bins per log2 unit.
@@ -27,15 +28,12 @@ const BINS: usize = (NEVER_LOG2 as usize + 1) * STEPS as usize;
 pub struct OracleConfig {
     /// Longest interval (pages) between re-fits. Default 16384.
     pub refit_interval: u64,
-    /// k-means seed. Default 0x5eed.
-    pub seed: u64,
 }
 
 impl Default for OracleConfig {
     fn default() -> Self {
         OracleConfig {
             refit_interval: 16384,
-            seed: 0x5eed,
         }
     }
 }
@@ -71,7 +69,7 @@ impl Oracle {
             .filter(|(_, w)| **w > 0.0)
             .map(|(i, w)| (i as f64 / STEPS, *w))
             .collect();
-        let c = cluster_1d(&pts, self.streams as usize, self.cfg.seed, 2048, 4);
+        let c = cluster_1d_exact(&pts, self.streams as usize);
         self.bounds = c
             .centroids
             .windows(2)
