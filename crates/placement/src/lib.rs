@@ -8,6 +8,13 @@
 //! read and written by [`trace`]. PC signatures are defined in [`signature`],
 //! kernel write-lifetime hints in [`hint`].
 //!
+//! The policies: [`policy::Baseline`], [`autostream`] (SFR and MQ),
+//! [`app_hints`], and — with the default `learn` feature, which brings linfa
+//! and ndarray — `pcstream` (built from [`lifetime`] and `mapper`) and
+//! `oracle`; `policies::build` makes any of them by name. The shim depends on
+//! this crate without default features and gets only the plain types.
+//! docs/placement.md lists every parameter and why it was chosen.
+//!
 //! This crate does no I/O on its own beyond trace files, spawns no threads and
 //! owns no sockets: the daemon and the CLI do that.
 
@@ -30,7 +37,13 @@ pub mod signature;
 pub mod trace;
 
 /// Messages generated from `proto/pcstream.proto` (package `pcstream.v1`).
-#[allow(missing_docs, clippy::all, missing_debug_implementations)]
+#[allow(
+    missing_docs,
+    clippy::all,
+    missing_debug_implementations,
+    rustdoc::invalid_html_tags,
+    rustdoc::bare_urls
+)]
 pub mod wire {
     include!(concat!(env!("OUT_DIR"), "/pcstream.v1.rs"));
 }

@@ -444,6 +444,95 @@ impl LifetimeManager {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    #[derive(Debug, Clone)]
+    enum Ev {
+        Write {
+            space: u8,
+            first: u64,
+            pages: u64,
+            sig: u64,
+        },
+        Invalidate {
+            space: u8,
+            first: u64,
+            pages: u64,
+        },
+    }
+
+    fn ev() -> impl Strategy<Value = Ev> {
+        prop_oneof![
+            3 => (0u8..3, 0u64..64, 1u64..9, 1u64..4)
+                .prop_map(|(space, first, pages, sig)| Ev::Write { space, first, pages, sig }),
+            1 => (0u8..3, 0u64..64, prop_oneof![1u64..16, Just(TO_END)])
+                .prop_map(|(space, first, pages)| Ev::Invalidate { space, first, pages }),
+        ]
+    }
+
+    proptest! {
+        /// At 4 KiB granularity the manager agrees with a naive page map on
+        /// every signature's dead pages and lifetime histogram; with a cap,
+        /// written = live + dead + evicted pages.
+        #[test]
+        fn exact_granularity_matches_a_naive_page_map(
+            evs in proptest::collection::vec(ev(), 1..200),
+            cap in prop_oneof![Just(1usize << 20), 1usize..40],
+        ) {
+            let mut m = LifetimeManager::new(LifetimeConfig {
+                chunk_pages: 1,
+                max_entries: cap,
+                ewma_alpha_per_mib: 0.5,
+            });
+            let mut naive: BTreeMap<(u8, u64), (u64, u64)> = BTreeMap::new();
+            let mut dead: BTreeMap<u64, (u64, Vec<u64>)> = BTreeMap::new();
+            let mut now = 0u64;
+            let mut kill = |naive: &mut BTreeMap<(u8, u64), (u64, u64)>, key, now: u64| {
+                if let Some((born, sig)) = naive.remove(&key) {
+                    let e = dead.entry(sig).or_insert((0, vec![0; HIST_BUCKETS]));
+                    e.0 += 1;
+                    e.1[((now - born).max(1) as f64).log2() as usize] += 1;
+                }
+            };
+            for e in &evs {
+                match *e {
+                    Ev::Write { space, first, pages, sig } => {
+                        m.write((1, u64::from(space)), first, pages, sig, now);
+                        for p in first..first + pages {
+                            kill(&mut naive, (space, p), now);
+                            naive.insert((space, p), (now, sig));
+                        }
+                        now += pages;
+                    }
+                    Ev::Invalidate { space, first, pages } => {
+                        m.invalidate((1, u64::from(space)), first, pages, now);
+                        let keys: Vec<_> = naive
+                            .range((space, first)..=(space, first.saturating_add(pages - 1)))
+                            .map(|(k, _)| *k)
+                            .collect();
+                        for k in keys {
+                            kill(&mut naive, k, now);
+                        }
+                    }
+                }
+            }
+            let written: u64 = m.sigs_sorted().iter().map(|(_, s)| s.written_pages).sum();
+            let dead_total: u64 = m.sigs_sorted().iter().map(|(_, s)| s.dead_pages).sum();
+            prop_assert_eq!(
+                written,
+                m.live_entries() as u64 + dead_total + m.counters().evictions
+            );
+            prop_assert!(m.live_entries() <= cap);
+            if cap > 1000 {
+                prop_assert_eq!(m.live_entries(), naive.len());
+                for (sig, s) in m.sigs_sorted() {
+                    let (n, hist) = dead.get(&sig).cloned().unwrap_or((0, vec![0; HIST_BUCKETS]));
+                    prop_assert_eq!(s.dead_pages, n, "sig {}", sig);
+                    prop_assert_eq!(&s.hist, &hist, "sig {}", sig);
+                }
+            }
+        }
+    }
 
     fn exact() -> LifetimeManager {
         LifetimeManager::new(LifetimeConfig {
