@@ -57,6 +57,21 @@ impl Default for AutoStreamConfig {
     }
 }
 
+/// Most chunks one write updates (4 GiB at 1 MiB chunks): a bogus length in
+/// a trace must not stall a replay.
+const MAX_CHUNKS_PER_WRITE: u64 = 4096;
+
+/// Chunks `first..=last` a write of `pages` pages at `lpn` touches (capped).
+fn chunk_range(lpn: u64, pages: u32, chunk_pages: u32) -> (u64, u64) {
+    let cp = u64::from(chunk_pages);
+    let first = lpn / cp;
+    let last = lpn.saturating_add(u64::from(pages.max(1)) - 1) / cp;
+    (
+        first,
+        last.min(first.saturating_add(MAX_CHUNKS_PER_WRITE - 1)),
+    )
+}
+
 fn level(count: u64, base: f64, streams: u32) -> StreamId {
     if count <= 1 || streams <= 1 {
         return 0;
@@ -111,12 +126,9 @@ impl Placement for AutoStreamSfr {
     }
 
     fn place(&mut self, w: &WriteCtx) -> StreamId {
-        let cp = u64::from(self.cfg.chunk_pages);
-        let pages = u64::from(w.pages.max(1));
-        let first = w.lpn / cp;
-        let last = (w.lpn + pages - 1) / cp;
+        let (first, last) = chunk_range(w.lpn, w.pages, self.cfg.chunk_pages);
         let count = self.touch(first, w.time);
-        for c in first + 1..=last {
+        for c in (first..=last).skip(1) {
             self.touch(c, w.time);
         }
         let s = if self.cfg.sequential_continuation && self.prev_end == Some(w.lpn) {
@@ -124,7 +136,7 @@ impl Placement for AutoStreamSfr {
         } else {
             level(count, self.cfg.log_base, self.streams)
         };
-        self.prev_end = Some(w.lpn + pages);
+        self.prev_end = Some(w.lpn.saturating_add(u64::from(w.pages.max(1))));
         self.prev_stream = s;
         s
     }
@@ -286,12 +298,9 @@ impl Placement for AutoStreamMq {
     }
 
     fn place(&mut self, w: &WriteCtx) -> StreamId {
-        let cp = u64::from(self.cfg.chunk_pages);
-        let pages = u64::from(w.pages.max(1));
-        let first = w.lpn / cp;
-        let last = (w.lpn + pages - 1) / cp;
+        let (first, last) = chunk_range(w.lpn, w.pages, self.cfg.chunk_pages);
         let s = self.access(first, w.time);
-        for c in first + 1..=last {
+        for c in (first..=last).skip(1) {
             self.access(c, w.time);
         }
         s
@@ -340,6 +349,22 @@ mod tests {
         assert_eq!(p.place(&w(16, 400)), 0, "a fresh chunk is cold");
         // 17 accesses, then 3 decay periods: 17 >> 3 = 2, +1 = 3 → level 1.
         assert_eq!(p.place(&w(16 + 300, 2)), 1);
+    }
+
+    #[test]
+    fn huge_writes_touch_a_bounded_number_of_chunks() {
+        assert_eq!(chunk_range(10, 1, 256), (0, 0));
+        assert_eq!(chunk_range(255, 2, 256), (0, 1));
+        assert_eq!(chunk_range(0, u32::MAX, 256), (0, MAX_CHUNKS_PER_WRITE - 1));
+        assert_eq!(chunk_range(u64::MAX, u32::MAX, 1).0, u64::MAX);
+        let mut p = AutoStreamMq::new(4, AutoStreamConfig::default());
+        let big = WriteCtx {
+            lpn: 0,
+            pages: u32::MAX,
+            ..Default::default()
+        };
+        p.place(&big);
+        assert_eq!(p.index.len() as u64, MAX_CHUNKS_PER_WRITE);
     }
 
     #[test]

@@ -157,7 +157,8 @@ pub struct LifetimeCounters {
     pub writes: u64,
     /// Deaths attributed to a signature.
     pub deaths: u64,
-    /// Live-table entries evicted by the memory cap.
+    /// Live-table entries evicted by the memory cap (chunks of a write too
+    /// large for the table count as evicted at once).
     pub evictions: u64,
 }
 
@@ -267,6 +268,15 @@ impl LifetimeManager {
         let cp = u64::from(self.cfg.chunk_pages);
         let end = first.saturating_add(pages);
         let mut p = first;
+        let chunks = (end - 1) / cp - first / cp + 1;
+        if chunks > self.cfg.max_entries as u64 {
+            // Only the last `max_entries` chunks could stay in the table:
+            // end the overwritten lives in one range pass, record the tail.
+            // The skipped chunks count as evicted at once.
+            self.invalidate(space, first, pages, now);
+            self.counters.evictions += chunks - self.cfg.max_entries as u64;
+            p = p.max(((end - 1) / cp + 1 - self.cfg.max_entries as u64) * cp);
+        }
         while p < end {
             let chunk = p / cp;
             let base = chunk * cp;
@@ -670,6 +680,22 @@ mod tests {
         assert!((a - b).abs() < 1e-6, "{a} vs {b}");
         // One MiB at 2^12 moves the estimate from 4 by alpha = 0.25.
         assert!((b - (4.0 + 0.25 * 8.0)).abs() < 1e-6, "{b}");
+    }
+
+    #[test]
+    fn huge_write_is_bounded_by_the_cap() {
+        let mut m = LifetimeManager::new(LifetimeConfig {
+            chunk_pages: 1,
+            max_entries: 100,
+            ewma_alpha_per_mib: 0.5,
+        });
+        m.write(F, 10, 50, 1, 0);
+        m.write(F, 0, u64::from(u32::MAX), 2, 50);
+        assert_eq!(m.live_entries(), 100);
+        assert_eq!(m.sig(1).unwrap().dead_pages, 50, "overwritten lives ended");
+        assert_eq!(m.sig(2).unwrap().written_pages, u64::from(u32::MAX));
+        m.invalidate(F, u64::from(u32::MAX) - 100, 100, 100);
+        assert_eq!(m.live_entries(), 0, "the tail of the write was kept");
     }
 
     #[test]
