@@ -121,6 +121,10 @@ impl Placement for AutoStreamSfr {
         "autostream-sfr"
     }
 
+    fn counters(&self) -> Vec<(&'static str, u64)> {
+        vec![("chunks", self.chunks.len() as u64)]
+    }
+
     fn streams(&self) -> u32 {
         self.streams
     }
@@ -291,6 +295,10 @@ impl AutoStreamMq {
 impl Placement for AutoStreamMq {
     fn name(&self) -> &str {
         "autostream-mq"
+    }
+
+    fn counters(&self) -> Vec<(&'static str, u64)> {
+        vec![("chunks", self.chunks.len() as u64)]
     }
 
     fn streams(&self) -> u32 {

@@ -47,6 +47,7 @@ pub struct Oracle {
     /// Upper bounds (log2) of streams `0..streams-1`; the last stream is open.
     bounds: Vec<f64>,
     next_fit: u64,
+    refits: u64,
 }
 
 impl Oracle {
@@ -58,6 +59,7 @@ impl Oracle {
             hist: vec![0.0; BINS],
             bounds: Vec::new(),
             next_fit: 0,
+            refits: 0,
         }
     }
 
@@ -75,6 +77,7 @@ impl Oracle {
             .windows(2)
             .map(|w| (w[0] + w[1]) / 2.0)
             .collect();
+        self.refits += 1;
         let step = self.cfg.refit_interval.min((now / 4).max(256)).max(1);
         self.next_fit = now + step;
     }
@@ -87,6 +90,10 @@ impl Placement for Oracle {
 
     fn streams(&self) -> u32 {
         self.streams
+    }
+
+    fn counters(&self) -> Vec<(&'static str, u64)> {
+        vec![("refits", self.refits)]
     }
 
     fn place(&mut self, w: &WriteCtx) -> StreamId {

@@ -107,6 +107,18 @@ impl Placement for PcStream {
         stream
     }
 
+    fn counters(&self) -> Vec<(&'static str, u64)> {
+        let c = self.lm.counters();
+        vec![
+            ("signatures", self.lm.sig_count() as u64),
+            ("mapped_signatures", self.mapper.table().len() as u64),
+            ("reclusters", self.mapper.generation()),
+            ("live_entries", self.lm.live_entries() as u64),
+            ("deaths", c.deaths),
+            ("evictions", c.evictions),
+        ]
+    }
+
     fn trim(&mut self, lpn: u64, pages: u32, time: u64) {
         self.lm.invalidate(LBA_SPACE, lpn, u64::from(pages), time);
         self.mapper.maybe_recluster(&self.lm, time);
@@ -169,6 +181,10 @@ mod tests {
         assert_eq!(p.mapper().stream(1), 1);
         assert_eq!(p.mapper().stream(2), 2);
         assert_eq!(p.place(&write(t, 9, 0, 77)), 0, "unknown signature");
+        let c: std::collections::BTreeMap<_, _> = p.counters().into_iter().collect();
+        assert_eq!(c["signatures"], 3);
+        assert_eq!(c["mapped_signatures"], 2);
+        assert!(c["reclusters"] >= 1);
         let saved = p.export_sigs();
         let mut q = PcStream::new(3, cfg());
         q.import_sigs(saved, 0);

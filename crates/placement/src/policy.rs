@@ -53,6 +53,12 @@ pub trait Placement {
     /// (`first_page = 0, pages = u64::MAX`). Policies that learn lifetimes
     /// from files need these; LBA-based ones ignore them.
     fn invalidate_file(&mut self, _file: (u64, u64), _first_page: u64, _pages: u64, _time: u64) {}
+
+    /// Named counters for reports (e.g. pcstream's signatures and
+    /// re-clusterings), in a fixed order. Empty by default.
+    fn counters(&self) -> Vec<(&'static str, u64)> {
+        Vec::new()
+    }
 }
 
 /// Everything in one stream: what a conventional SSD does.
