@@ -19,6 +19,7 @@ pub const FDS: usize = 4096;
 
 const REGULAR: u32 = 1;
 const TRACK_POS: u32 = 2;
+const APPEND: u32 = 4;
 
 struct Entry {
     ver: AtomicU32,
@@ -51,6 +52,8 @@ pub struct FdInfo {
     pub regular: bool,
     /// Whether the position is tracked in the table.
     pub tracked: bool,
+    /// Whether the descriptor is `O_APPEND` (`None`: unknown).
+    pub append: Option<bool>,
 }
 
 /// Both sides of a fork: file positions are shared from now on.
@@ -77,7 +80,13 @@ pub fn set(fd: i32, st: &libc::stat, oflags: i32) {
     e.gen
         .store(FORK_GEN.load(Ordering::Relaxed), Ordering::Relaxed);
     e.flags.store(
-        if regular { REGULAR } else { 0 } | if track { TRACK_POS } else { 0 },
+        if regular { REGULAR } else { 0 }
+            | if track { TRACK_POS } else { 0 }
+            | if oflags & libc::O_APPEND != 0 {
+                APPEND
+            } else {
+                0
+            },
         Ordering::Relaxed,
     );
     e.ver
@@ -121,6 +130,7 @@ pub fn get(fd: i32) -> Option<FdInfo> {
         id,
         regular: flags & REGULAR != 0,
         tracked: flags & TRACK_POS != 0 && gen_ok,
+        append: Some(flags & APPEND != 0),
     })
 }
 
@@ -166,6 +176,7 @@ pub fn info(fd: i32) -> Option<FdInfo> {
         id,
         regular,
         tracked: false,
+        append: None,
     })
 }
 

@@ -163,7 +163,7 @@ unsafe extern "C" fn write_impl(
         return enosys();
     };
     // SAFETY (all real calls below): forwarding the application's arguments unchanged.
-    let Some(g) = Guard::enter() else {
+    let Some(g) = Guard::enter_write() else {
         return unsafe { real(fd, buf, n) };
     };
     // SAFETY: as above.
@@ -187,7 +187,7 @@ unsafe fn pwrite_common(
         return enosys();
     };
     // SAFETY: forwarding the application's arguments unchanged.
-    let Some(g) = Guard::enter() else {
+    let Some(g) = Guard::enter_write() else {
         return unsafe { real(fd, buf, n, off) };
     };
     // SAFETY: as above.
@@ -234,7 +234,7 @@ unsafe extern "C" fn writev_impl(
         return enosys();
     };
     // SAFETY: forwarding the application's arguments unchanged.
-    let Some(g) = Guard::enter() else {
+    let Some(g) = Guard::enter_write() else {
         return unsafe { real(fd, iov, cnt) };
     };
     // SAFETY: as above.
@@ -258,7 +258,7 @@ unsafe fn pwritev_common(
         return enosys();
     };
     // SAFETY: forwarding the application's arguments unchanged.
-    let Some(g) = Guard::enter() else {
+    let Some(g) = Guard::enter_write() else {
         return unsafe { real(fd, iov, cnt, off) };
     };
     // SAFETY: as above.
@@ -307,7 +307,7 @@ unsafe fn pwritev2_common(
         return enosys();
     };
     // SAFETY: forwarding the application's arguments unchanged.
-    let Some(g) = Guard::enter() else {
+    let Some(g) = Guard::enter_write() else {
         return unsafe { real(fd, iov, cnt, off, fl) };
     };
     // SAFETY: as above.
@@ -369,7 +369,7 @@ unsafe fn fwrite_common(
         return enosys::<i8>() as size_t;
     };
     // SAFETY: forwarding the application's arguments unchanged.
-    let Some(g) = Guard::enter() else {
+    let Some(g) = Guard::enter_write() else {
         return unsafe { real(p, size, n, f) };
     };
     // SAFETY: as above.
@@ -410,7 +410,7 @@ unsafe fn fputs_common(real: &Real<FputsFn>, s: *const c_char, f: *mut FILE, rec
         return enosys();
     };
     // SAFETY: forwarding the application's arguments unchanged.
-    let Some(g) = Guard::enter() else {
+    let Some(g) = Guard::enter_write() else {
         return unsafe { real(s, f) };
     };
     // SAFETY: as above.
@@ -468,7 +468,7 @@ unsafe extern "C" fn puts_impl(
         return enosys();
     };
     // SAFETY: forwarding the application's arguments unchanged.
-    let Some(g) = Guard::enter() else {
+    let Some(g) = Guard::enter_write() else {
         return unsafe { real(s) };
     };
     // SAFETY: as above.
@@ -497,7 +497,7 @@ pub unsafe extern "C" fn pcstream_vfprintf_impl(
         return enosys();
     };
     // SAFETY: forwarding the application's arguments unchanged.
-    let Some(g) = Guard::enter() else {
+    let Some(g) = Guard::enter_write() else {
         return unsafe { real(f, fmt, ap) };
     };
     // SAFETY: as above.
@@ -532,7 +532,7 @@ unsafe extern "C" fn vprintf_impl(
         return enosys();
     };
     // SAFETY: forwarding the application's arguments unchanged.
-    let Some(g) = Guard::enter() else {
+    let Some(g) = Guard::enter_write() else {
         return unsafe { real(fmt, ap) };
     };
     // SAFETY: as above.
@@ -560,7 +560,7 @@ pub unsafe extern "C" fn pcstream_vfprintf_chk_impl(
         return enosys();
     };
     // SAFETY: forwarding the application's arguments unchanged.
-    let Some(g) = Guard::enter() else {
+    let Some(g) = Guard::enter_write() else {
         return unsafe { real(f, flag, fmt, ap) };
     };
     // SAFETY: as above.
@@ -595,7 +595,7 @@ unsafe extern "C" fn vprintf_chk_impl(
         return enosys();
     };
     // SAFETY: forwarding the application's arguments unchanged.
-    let Some(g) = Guard::enter() else {
+    let Some(g) = Guard::enter_write() else {
         return unsafe { real(flag, fmt, ap) };
     };
     // SAFETY: as above.

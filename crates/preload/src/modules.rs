@@ -59,6 +59,8 @@ pub struct Hit<'a> {
     pub module: &'a Module,
     /// Address − load bias.
     pub offset: u64,
+    /// End of the executable range holding the address.
+    pub range_end: usize,
 }
 
 impl Table {
@@ -78,6 +80,7 @@ impl Table {
         Some(Hit {
             module,
             offset: (addr - module.base) as u64,
+            range_end: r.end,
         })
     }
 

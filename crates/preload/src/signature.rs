@@ -266,24 +266,9 @@ pub unsafe fn capture(table: &'static Table, record: *const usize, p: Params) ->
     if rec & 7 != 0 || rec + 16 > hi {
         return finish(out);
     }
-    let push = |out: &mut Captured, addr: usize| -> bool {
-        match table.lookup(addr) {
-            Some(h) if !h.module.own => {
-                out.frames[out.n] = Some(Frame {
-                    key: h.module.key,
-                    offset: h.offset,
-                    module: h.module,
-                });
-                out.n += 1;
-                true
-            }
-            Some(_) => true, // a frame of the shim itself: skip it
-            None => false,
-        }
-    };
     // SAFETY: rec..rec+16 is inside the stack (checked above).
     let (mut fp, ret0) = unsafe { (word(rec), word(rec + 8)) };
-    if !push(&mut out, ret0) {
+    if push(table, &mut out, ret0) != Step::Code {
         return finish(out);
     }
     // Where a scan would resume: just above the last trusted return address.
@@ -301,8 +286,13 @@ pub unsafe fn capture(table: &'static Table, record: *const usize, p: Params) ->
             }
             // SAFETY: prev < fp and fp+16 <= hi: inside the stack.
             let (next, ret) = unsafe { (word(fp), word(fp + 8)) };
-            if !push(&mut out, ret) {
-                break;
+            match push(table, &mut out, ret) {
+                Step::Code => {}
+                Step::End => {
+                    clean = true;
+                    break;
+                }
+                Step::NotCode => break,
             }
             prev = fp;
             scan_from = fp + 16;
@@ -318,10 +308,57 @@ pub unsafe fn capture(table: &'static Table, record: *const usize, p: Params) ->
     while out.n < k && a + 8 <= limit {
         // SAFETY: a is 8-aligned and a+8 <= limit <= hi.
         let w = unsafe { word(a) };
-        push(&mut out, w);
+        if push(table, &mut out, w) == Step::End {
+            break;
+        }
         a += 8;
     }
     finish(out)
+}
+
+/// What a candidate return address turned out to be.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Step {
+    /// Code (recorded, or skipped when it is the shim's own).
+    Code,
+    /// Not inside any executable mapping.
+    NotCode,
+    /// The signal-return trampoline: a signal handler's context ends here.
+    End,
+}
+
+#[inline(always)]
+fn push(table: &'static Table, out: &mut Captured, addr: usize) -> Step {
+    let Some(h) = table.lookup(addr) else {
+        return Step::NotCode;
+    };
+    if is_sigreturn(addr, h.range_end) {
+        return Step::End;
+    }
+    if !h.module.own && out.n < MAX_FRAMES {
+        let module: &'static Module = h.module;
+        out.frames[out.n] = Some(Frame {
+            key: module.key,
+            offset: h.offset,
+            module,
+        });
+        out.n += 1;
+    }
+    Step::Code
+}
+
+/// `mov $15, %rax; syscall`: glibc's `__restore_rt`, the return address
+/// the kernel gives a signal handler.
+const SIGRETURN: [u8; 9] = [0x48, 0xc7, 0xc0, 0x0f, 0x00, 0x00, 0x00, 0x0f, 0x05];
+
+#[inline]
+fn is_sigreturn(addr: usize, range_end: usize) -> bool {
+    if addr + SIGRETURN.len() > range_end {
+        return false;
+    }
+    // SAFETY: [addr, addr+9) lies inside an executable mapping of a loaded module.
+    let code = unsafe { (addr as *const [u8; 9]).read_unaligned() };
+    code == SIGRETURN
 }
 
 fn finish(mut out: Captured) -> Captured {

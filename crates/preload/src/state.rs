@@ -55,6 +55,18 @@ impl Guard {
         })
     }
 
+    /// Like [`Guard::enter`] for calls that would produce a write event: a
+    /// re-entrant one (a signal handler writing while this thread is inside
+    /// the shim) passes through untraced and is counted as dropped.
+    #[inline(always)]
+    pub fn enter_write() -> Option<Guard> {
+        let g = Guard::enter();
+        if g.is_none() && STATE.load(Ordering::Relaxed) == ACTIVE && events_on() {
+            events::count_dropped(1);
+        }
+        g
+    }
+
     /// Runs the real call with the guard released (signal handlers that
     /// interrupt the real call are traced like any other code).
     #[inline(always)]

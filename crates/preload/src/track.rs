@@ -106,7 +106,9 @@ pub fn write(fd: c_int, off: Option<u64>, n: u64, call: WriteCall, rec: *const u
         return;
     }
     let offset = match off {
-        Some(o) => o,
+        Some(o) if !is_append(fd, info) => o,
+        // pwrite on an O_APPEND descriptor appends (Linux ignores the offset).
+        Some(_) => files::fstat(fd).map_or(0, |(_, _, size)| size.saturating_sub(n)),
         None if info.tracked => files::advance(fd, n),
         None => {
             // The position after the write, minus what was written (also
@@ -118,6 +120,19 @@ pub fn write(fd: c_int, off: Option<u64>, n: u64, call: WriteCall, rec: *const u
         }
     };
     finish_write(fd, info.id, offset, n, call, rec);
+}
+
+fn is_append(fd: c_int, info: files::FdInfo) -> bool {
+    match info.append {
+        Some(a) => a,
+        None => {
+            // SAFETY: F_GETFL takes no argument.
+            let fl = real::FCNTL
+                .get()
+                .map_or(0, |f| unsafe { f(fd, libc::F_GETFL) });
+            fl >= 0 && fl & libc::O_APPEND != 0
+        }
+    }
 }
 
 fn finish_write(fd: c_int, id: FileId, offset: u64, n: u64, call: WriteCall, rec: *const usize) {
