@@ -256,9 +256,12 @@ impl LifetimeManager {
     /// `sig` (0 = unknown signature: overwrites still end lives, but the new
     /// data is attributed to nobody) at logical time `now`.
     pub fn write(&mut self, space: SpaceKey, first: u64, pages: u64, sig: u64, now: u64) {
-        if pages == 0 {
+        // Pages past the end of the 64-bit page space are dropped.
+        let end = first.saturating_add(pages);
+        if end <= first {
             return;
         }
+        let pages = end - first;
         self.counters.writes += 1;
         if sig != 0 {
             let s = self.sigs.entry(sig).or_insert_with(|| SigStats::new(now));
@@ -266,7 +269,6 @@ impl LifetimeManager {
             s.last_write = now;
         }
         let cp = u64::from(self.cfg.chunk_pages);
-        let end = first.saturating_add(pages);
         let mut p = first;
         let chunks = (end - 1) / cp - first / cp + 1;
         if chunks > self.cfg.max_entries as u64 {
@@ -283,7 +285,7 @@ impl LifetimeManager {
             let a = (p - base) as u32;
             let b = ((end - base).min(cp)) as u32;
             self.write_chunk(space, chunk, a, b, sig, now);
-            p = base + cp;
+            p = base.saturating_add(cp);
         }
     }
 
@@ -680,6 +682,23 @@ mod tests {
         assert!((a - b).abs() < 1e-6, "{a} vs {b}");
         // One MiB at 2^12 moves the estimate from 4 by alpha = 0.25.
         assert!((b - (4.0 + 0.25 * 8.0)).abs() < 1e-6, "{b}");
+    }
+
+    #[test]
+    fn end_of_page_space_does_not_overflow() {
+        for cp in [1, 3, 256] {
+            let mut m = LifetimeManager::new(LifetimeConfig {
+                chunk_pages: cp,
+                ..Default::default()
+            });
+            m.write(F, u64::MAX - 3, 10, 1, 0);
+            m.write(F, u64::MAX, 10, 1, 1);
+            m.write(F, u64::MAX - 1, 1, 1, 2);
+            m.invalidate(F, u64::MAX - 5, TO_END, 3);
+            m.invalidate(F, u64::MAX, 1, 4);
+            assert_eq!(m.live_entries(), 0, "chunk {cp}");
+            assert_eq!(m.sig(1).unwrap().written_pages, 4);
+        }
     }
 
     #[test]

@@ -103,7 +103,8 @@ impl Placement for PcStream {
         };
         let pages = u64::from(w.pages);
         self.lm.write(space, first, pages, sig, w.time);
-        self.mapper.maybe_recluster(&self.lm, w.time + pages);
+        self.mapper
+            .maybe_recluster(&self.lm, w.time.saturating_add(pages));
         stream
     }
 
