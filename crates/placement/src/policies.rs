@@ -83,6 +83,71 @@ pub fn build(name: &str, cfg: &PolicyConfig) -> Result<Box<dyn Placement + Send>
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::policy::WriteCtx;
+    use proptest::prelude::*;
+
+    fn ctx() -> impl Strategy<Value = (WriteCtx, u8)> {
+        (
+            (
+                any::<u64>(),
+                prop_oneof![0u64..1000, any::<u64>()],
+                0u32..600,
+            ),
+            (
+                proptest::option::of((0u64..3, 0u64..3)),
+                prop_oneof![0u64..1000, any::<u64>()],
+                proptest::option::of(0u64..6),
+            ),
+            (0u8..8, proptest::option::of(any::<u64>()), 0u8..4),
+        )
+            .prop_map(
+                |((time, lpn, pages), (file, file_page, sig), (app_hint, death, ev))| {
+                    (
+                        WriteCtx {
+                            time,
+                            lpn,
+                            pages,
+                            file,
+                            file_page,
+                            signature: sig,
+                            app_hint,
+                            death,
+                        },
+                        ev,
+                    )
+                },
+            )
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+
+        /// Any event sequence, however odd (time going backwards, lengths
+        /// at the end of the address space, zero-page writes), leaves every
+        /// policy answering with one of its own streams.
+        #[test]
+        fn policies_never_panic_and_stay_in_range(
+            evs in proptest::collection::vec(ctx(), 1..60),
+            streams in 1u32..10,
+        ) {
+            let mut cfg = PolicyConfig { streams, ..Default::default() };
+            cfg.pcstream.mapper.min_interval = 8;
+            cfg.pcstream.lifetime.max_entries = 64;
+            for name in POLICY_NAMES {
+                let mut p = build(name, &cfg).unwrap();
+                for (w, ev) in &evs {
+                    match ev {
+                        0 => p.trim(w.lpn, w.pages, w.time),
+                        1 => p.invalidate_file(w.file.unwrap_or((0, 0)), w.file_page, u64::MAX, w.time),
+                        _ => {
+                            let s = p.place(w);
+                            prop_assert!(s < p.streams(), "{} gave {} of {}", name, s, p.streams());
+                        }
+                    }
+                }
+            }
+        }
+    }
 
     #[test]
     fn every_name_builds_and_reports_its_name() {
