@@ -40,7 +40,8 @@ const MAX_OPEN_FILES: usize = 256;
 pub struct MergeSummary {
     /// Per-process files read.
     pub parts: usize,
-    /// Processes (files with at least one event).
+    /// Traced process images: readable per-process files (a fork child and
+    /// each program it execs have one file each).
     pub processes: usize,
     /// Events written to the merged trace.
     pub events: u64,
@@ -56,6 +57,8 @@ pub struct MergeSummary {
     pub app_hints: u64,
     /// Events the shims reported dropped (sum over processes of the last count).
     pub dropped: u64,
+    /// Batches missing from the per-process files (gaps in `EventBatch.seq`).
+    pub missing_batches: u64,
     /// Files whose last record was cut short (process killed mid-append).
     pub torn_parts: usize,
     /// Files that could not be read completely, with the reason.
@@ -86,7 +89,7 @@ struct Part {
     /// Info events by (signature | module key), first occurrence.
     sig_info: HashMap<u64, wire::Event>,
     mod_info: HashMap<u64, wire::Event>,
-    has_events: bool,
+    readable: bool,
 }
 
 /// Reads length-delimited records from a per-process file, reporting each
@@ -214,8 +217,10 @@ fn index_part(
     let Some(mut sc) = Scanner::open(path)? else {
         return Ok(part);
     };
+    part.readable = true;
     let mut ord = 0u32;
     let mut prev_max = 0u64;
+    let mut seqs = Vec::new();
     loop {
         let (off, len, rec) = match sc.next() {
             Ok(Some(r)) => r,
@@ -234,7 +239,7 @@ fn index_part(
         if part.pid == 0 {
             part.pid = batch.pid;
         }
-        part.has_events = true;
+        seqs.push(batch.seq);
         let min_t = batch.events.iter().map(|e| e.time_ns).min().unwrap_or(0);
         let max_t = batch.events.iter().map(|e| e.time_ns).max().unwrap_or(0);
         if ord > 0 && min_t < prev_max {
@@ -267,6 +272,11 @@ fn index_part(
     }
     if sc.torn {
         summary.torn_parts += 1;
+    }
+    seqs.sort_unstable();
+    seqs.dedup();
+    if let (Some(first), Some(last)) = (seqs.first(), seqs.last()) {
+        summary.missing_batches += (last - first + 1).saturating_sub(seqs.len() as u64);
     }
     Ok(part)
 }
@@ -494,7 +504,7 @@ pub fn merge<W: io::Write>(
             }
         }
     }
-    summary.processes = parts.iter().filter(|p| p.has_events).count();
+    summary.processes = parts.iter().filter(|p| p.readable).count();
     index.sort_by_key(|b| (b.min_t, b.part, b.ord));
 
     let mut out = Out {
@@ -661,6 +671,28 @@ mod tests {
         assert_eq!(s.signatures, 2);
         assert_eq!(s.processes, 2);
         assert_eq!(s.reordered_batches, 1);
+        assert_eq!(s.missing_batches, 0);
+    }
+
+    #[test]
+    fn seq_gaps_count_as_missing_batches() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("10-1.pcstrace");
+        let mut w = TraceWriter::create(&p).unwrap();
+        for seq in [0u64, 1, 4] {
+            w.write_record(&wire::TraceRecord {
+                record: Some(Record::Batch(wire::EventBatch {
+                    pid: 10,
+                    seq,
+                    events: vec![ev(seq, 1, write(7, 1))],
+                })),
+            })
+            .unwrap();
+        }
+        w.finish().unwrap();
+        let (s, out) = merged(&[p]);
+        assert_eq!(out.len(), 3);
+        assert_eq!(s.missing_batches, 2);
     }
 
     #[test]

@@ -88,6 +88,12 @@ pub fn describe(s: &merge::MergeSummary, trace: &Path) -> String {
         s.dropped,
         trace.display()
     );
+    if s.missing_batches > 0 {
+        t.push_str(&format!(
+            "\n  {} batch(es) missing from the per-process files (gaps in their sequence numbers)",
+            s.missing_batches
+        ));
+    }
     if s.torn_parts > 0 {
         t.push_str(&format!(
             "\n  {} per-process file(s) ended in a partial record (process killed while writing)",

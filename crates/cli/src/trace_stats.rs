@@ -221,6 +221,11 @@ impl Stats {
                 self.modules.entry(m.module_key).or_insert(m);
             }
             Kind::Process(p) => {
+                if p.kind == wire::ProcessEventKind::ForkChild as i32 {
+                    if let Some(parent) = self.exe.get(&p.ppid).cloned() {
+                        self.exe.entry(pid).or_insert(parent);
+                    }
+                }
                 if !p.exe.is_empty() {
                     let name = Path::new(&p.exe)
                         .file_name()
