@@ -54,6 +54,125 @@ impl Default for PolicyConfig {
     }
 }
 
+/// A configuration value out of its range; `key` is its dotted path
+/// (e.g. `pcstream.lifetime.chunk_pages`).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("placement config: {key} = {value}: {expected}")]
+pub struct ConfigError {
+    /// Dotted path of the offending key.
+    pub key: &'static str,
+    /// The value found.
+    pub value: String,
+    /// What was expected.
+    pub expected: &'static str,
+}
+
+impl PolicyConfig {
+    /// Checks every value's range (the constructors clamp silently; a config
+    /// file should be rejected with the key named instead).
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        fn check<T: std::fmt::Display>(
+            key: &'static str,
+            value: T,
+            ok: bool,
+            expected: &'static str,
+        ) -> Result<(), ConfigError> {
+            if ok {
+                Ok(())
+            } else {
+                Err(ConfigError {
+                    key,
+                    value: value.to_string(),
+                    expected,
+                })
+            }
+        }
+        let (a, l, m) = (
+            &self.autostream,
+            &self.pcstream.lifetime,
+            &self.pcstream.mapper,
+        );
+        check(
+            "streams",
+            self.streams,
+            (1..=65536).contains(&self.streams),
+            "1..=65536",
+        )?;
+        check(
+            "autostream.chunk_pages",
+            a.chunk_pages,
+            a.chunk_pages >= 1,
+            "at least 1",
+        )?;
+        check(
+            "autostream.decay_period",
+            a.decay_period,
+            a.decay_period >= 1,
+            "at least 1",
+        )?;
+        check(
+            "autostream.log_base",
+            a.log_base,
+            a.log_base > 1.0,
+            "a number above 1",
+        )?;
+        check(
+            "pcstream.lifetime.chunk_pages",
+            l.chunk_pages,
+            l.chunk_pages >= 1,
+            "at least 1",
+        )?;
+        check(
+            "pcstream.lifetime.max_entries",
+            l.max_entries,
+            l.max_entries >= 1,
+            "at least 1",
+        )?;
+        check(
+            "pcstream.lifetime.ewma_alpha_per_mib",
+            l.ewma_alpha_per_mib,
+            l.ewma_alpha_per_mib > 0.0 && l.ewma_alpha_per_mib <= 1.0,
+            "in (0, 1]",
+        )?;
+        check(
+            "pcstream.mapper.min_interval",
+            m.min_interval,
+            m.min_interval >= 1,
+            "at least 1",
+        )?;
+        check(
+            "pcstream.mapper.change_fraction",
+            m.change_fraction,
+            (0.0..=1.0).contains(&m.change_fraction),
+            "in [0, 1]",
+        )?;
+        check(
+            "pcstream.mapper.change_threshold_log2",
+            m.change_threshold_log2,
+            m.change_threshold_log2 >= 0.0,
+            "at least 0",
+        )?;
+        check(
+            "pcstream.mapper.replicas",
+            m.replicas,
+            m.replicas >= 1,
+            "at least 1",
+        )?;
+        check(
+            "pcstream.mapper.n_runs",
+            m.n_runs,
+            m.n_runs >= 1,
+            "at least 1",
+        )?;
+        check(
+            "oracle.refit_interval",
+            self.oracle.refit_interval,
+            self.oracle.refit_interval >= 1,
+            "at least 1",
+        )
+    }
+}
+
 /// A policy name [`build`] does not know.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("unknown placement policy {name:?} (known: {})", POLICY_NAMES.join(", "))]
@@ -147,6 +266,24 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn validate_names_the_bad_key() {
+        assert_eq!(PolicyConfig::default().validate(), Ok(()));
+        let mut c = PolicyConfig::default();
+        c.pcstream.lifetime.ewma_alpha_per_mib = f64::NAN;
+        let e = c.validate().unwrap_err();
+        assert_eq!(e.key, "pcstream.lifetime.ewma_alpha_per_mib");
+        assert!(e.to_string().contains("NaN"), "{e}");
+        let c = PolicyConfig {
+            streams: 0,
+            ..Default::default()
+        };
+        assert_eq!(c.validate().unwrap_err().key, "streams");
+        let mut c = PolicyConfig::default();
+        c.autostream.log_base = 1.0;
+        assert_eq!(c.validate().unwrap_err().key, "autostream.log_base");
     }
 
     #[test]
