@@ -28,7 +28,9 @@ pub fn program(name: &str, flags: &[&str]) -> PathBuf {
     };
     if stale {
         // Build to a unique temporary name, then rename: parallel tests may race.
-        let tmp = dir.join(format!("{name}-{tag}.{}", std::process::id()));
+        static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let tmp = dir.join(format!("{name}-{tag}.{}.{n}", std::process::id()));
         compile_c(&src, &tmp, flags);
         std::fs::rename(&tmp, &out).unwrap();
     }

@@ -1,0 +1,158 @@
+//! Streams become kernel write-lifetime hints: with a static mapping
+//! (`PCSTREAM_MAP`) every file written through a mapped call path carries
+//! the mapped hint (`F_GET_RW_HINT`); a bad mapping file is named on stderr
+//! and ignored; the application's own malformed `F_SET_RW_HINT` (RocksDB
+//! 7.8's 4-byte enum) is recorded with what it meant and repaired, while the
+//! application still sees the real call's EINVAL.
+
+mod shim_common;
+
+use pcstream_placement::hint::RwHint;
+use pcstream_placement::wire::{self, event::Kind};
+use shim_common::*;
+use std::path::PathBuf;
+
+fn four_files(dir: &std::path::Path) -> Vec<PathBuf> {
+    (1..=4).map(|i| dir.join(format!("f{i}"))).collect()
+}
+
+fn args(files: &[PathBuf]) -> Vec<&str> {
+    files.iter().map(|p| p.to_str().unwrap()).collect()
+}
+
+fn hints(out: &str) -> Vec<u64> {
+    out.lines()
+        .filter_map(|l| l.strip_prefix("hint "))
+        .map(|l| l.split_whitespace().nth(1).unwrap().parse().unwrap())
+        .collect()
+}
+
+/// Learns the signature of each of the 4 paths (one file each).
+fn learn(bin: &std::path::Path) -> Vec<u64> {
+    let work = tempfile::tempdir().unwrap();
+    let rec = tempfile::tempdir().unwrap();
+    let files = four_files(work.path());
+    Run::record(rec.path()).stdout(bin, &args(&files));
+    let t = only_trace(rec.path());
+    files
+        .iter()
+        .map(|f| {
+            let w = writes_to(&t, f);
+            assert_eq!(w.len(), 8);
+            w[0].signature
+        })
+        .collect()
+}
+
+#[test]
+fn static_mapping_sets_the_mapped_hints() {
+    let bin = program("shim_paths", FP);
+    let sigs = learn(&bin);
+    let cfg = tempfile::tempdir().unwrap();
+    let map = cfg.path().join("streams.map");
+    let mut text = String::from("# learned by the test\n");
+    for (i, s) in sigs.iter().enumerate() {
+        text.push_str(&format!("{s:016x} {}\n", i + 1));
+    }
+    std::fs::write(&map, text).unwrap();
+
+    let work = tempfile::tempdir().unwrap();
+    let files = four_files(work.path());
+    let plain = hints(&Run::plain().stdout(&bin, &args(&files)));
+    assert_eq!(plain, vec![0, 0, 0, 0], "no hints without the shim");
+
+    let work = tempfile::tempdir().unwrap();
+    let files = four_files(work.path());
+    let rec = tempfile::tempdir().unwrap();
+    let out = Run::record(rec.path())
+        .env("PCSTREAM_MAP", map.to_str().unwrap())
+        .stdout(&bin, &args(&files));
+    let want: Vec<u64> = (1..=4).map(|s| RwHint::for_stream(s).raw()).collect();
+    assert_eq!(hints(&out), want);
+    let t = only_trace(rec.path());
+    for (i, f) in files.iter().enumerate() {
+        for w in writes_to(&t, f) {
+            assert_eq!(w.stream, i as u32 + 1);
+            assert_eq!(w.hint as u64, want[i]);
+        }
+    }
+
+    // A mapping alone (no trace, no daemon) is enough.
+    let work = tempfile::tempdir().unwrap();
+    let files = four_files(work.path());
+    let out = Run::shim()
+        .env("PCSTREAM_MAP", map.to_str().unwrap())
+        .stdout(&bin, &args(&files));
+    assert_eq!(hints(&out), want);
+}
+
+#[test]
+fn bad_mapping_is_named_and_ignored() {
+    let bin = program("shim_paths", FP);
+    let cfg = tempfile::tempdir().unwrap();
+    let map = cfg.path().join("bad.map");
+    std::fs::write(&map, "0123456789abcdef 1\nnot-a-signature 2\n").unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let files = four_files(work.path());
+    let o = Run::shim()
+        .env("PCSTREAM_MAP", map.to_str().unwrap())
+        .output(&bin, &args(&files));
+    assert!(o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(err.lines().count(), 1, "one line: {err}");
+    assert!(err.contains(&format!("{}:2", map.display())), "{err}");
+    assert_eq!(hints(&String::from_utf8_lossy(&o.stdout)), vec![0, 0, 0, 0]);
+}
+
+fn app_hint_events(t: &ProcessTrace) -> Vec<wire::AppHintEvent> {
+    t.events()
+        .filter_map(|e| match &e.kind {
+            Some(Kind::AppHint(h)) => Some(h.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn malformed_application_hints_are_recorded_and_repaired() {
+    let bin = program("shim_apphint", FP);
+    let run = |how: Run| {
+        let work = tempfile::tempdir().unwrap();
+        how.stdout(&bin, &[work.path().to_str().unwrap()])
+    };
+    let plain = run(Run::plain());
+    assert!(plain.contains("malformed set rc=-1 errno=22"), "{plain}");
+    assert!(plain.contains("inode hints sst=0 wal=2"), "{plain}");
+    assert_eq!(run(Run::shim()), plain, "pure pass-through without a sink");
+
+    let rec = tempfile::tempdir().unwrap();
+    let out = run(Run::record(rec.path()));
+    assert!(
+        out.contains("malformed set rc=-1 errno=22"),
+        "the app still sees EINVAL: {out}"
+    );
+    assert!(
+        out.contains("inode hints sst=4 wal=2"),
+        "repaired to LONG: {out}"
+    );
+    let h = app_hint_events(&only_trace(rec.path()));
+    assert_eq!(h.len(), 2);
+    assert_eq!(
+        (h[0].requested, h[0].accepted, h[0].errno, h[0].repaired),
+        (4, false, libc::EINVAL, true)
+    );
+    assert_eq!(
+        (h[1].requested, h[1].accepted, h[1].repaired),
+        (2, true, false)
+    );
+
+    let rec = tempfile::tempdir().unwrap();
+    let out = run(Run::record(rec.path()).env("PCSTREAM_FIX_APP_HINTS", "0"));
+    assert_eq!(out, plain, "repair off: exactly what the kernel did");
+    let h = app_hint_events(&only_trace(rec.path()));
+    assert_eq!(
+        (h[0].requested, h[0].repaired),
+        (4, false),
+        "still records what it meant"
+    );
+}

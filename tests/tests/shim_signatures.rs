@@ -1,0 +1,192 @@
+//! The shim tells call paths apart and names them the same way every time:
+//! a PIE program writing through 4 distinct call paths into one file yields
+//! 4 distinct signatures, identical on a second run (ASLR on), compiled with
+//! and without frame pointers, in every unwind mode. Signatures recompute
+//! from their frames with the placement crate's `SignatureBuilder`, and
+//! frame offsets are module-relative addresses that name the right functions.
+
+mod shim_common;
+
+use pcstream_placement::signature::signature_of;
+use pcstream_placement::wire;
+use shim_common::*;
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Command;
+
+/// Runs `shim_paths OUT` recording; returns the per-path signatures (in
+/// path order) and the trace.
+fn run_paths(bin: &Path, unwind: &str) -> (Vec<u64>, ProcessTrace) {
+    let work = tempfile::tempdir().unwrap();
+    let rec = tempfile::tempdir().unwrap();
+    let out = work.path().join("out");
+    Run::record(rec.path())
+        .env("PCSTREAM_UNWIND", unwind)
+        .stdout(bin, &[out.to_str().unwrap()]);
+    let t = only_trace(rec.path());
+    let writes = writes_to(&t, &out);
+    assert_eq!(writes.len(), 32, "8 rounds of 4 paths");
+    let mut per_path: Vec<Vec<u64>> = vec![Vec::new(); 4];
+    for (i, w) in writes.iter().enumerate() {
+        assert_eq!((w.offset, w.len), (i as u64 * 4096, 4096));
+        per_path[i % 4].push(w.signature);
+    }
+    let sigs: Vec<u64> = per_path
+        .iter()
+        .enumerate()
+        .map(|(p, s)| {
+            assert!(
+                s.iter().all(|&x| x == s[0]),
+                "path {p} has one signature in {unwind} mode: {s:x?}"
+            );
+            s[0]
+        })
+        .collect();
+    (sigs, t)
+}
+
+fn check_described(t: &ProcessTrace, sigs: &[u64]) {
+    let infos = t.signatures();
+    let modules = t.modules();
+    for s in sigs {
+        let info = infos
+            .get(s)
+            .unwrap_or_else(|| panic!("SignatureInfo for {s:x}"));
+        assert!(!info.frames.is_empty());
+        let again = signature_of(info.frames.iter().map(|f| (f.module_key, f.offset)));
+        assert_eq!(again.0, *s, "signature recomputes from its frames");
+        for f in &info.frames {
+            assert!(
+                modules.contains_key(&f.module_key),
+                "ModuleInfo for every frame"
+            );
+        }
+    }
+    // ModuleInfo precedes the first SignatureInfo that uses it.
+    let mut seen = std::collections::BTreeSet::new();
+    for e in t.events() {
+        match &e.kind {
+            Some(wire::event::Kind::Module(m)) => {
+                seen.insert(m.module_key);
+            }
+            Some(wire::event::Kind::Signature(s)) => {
+                assert!(s.frames.iter().all(|f| seen.contains(&f.module_key)));
+            }
+            _ => {}
+        }
+    }
+}
+
+fn aslr_on() -> bool {
+    std::fs::read_to_string("/proc/sys/kernel/randomize_va_space")
+        .map(|s| s.trim() != "0")
+        .unwrap_or(false)
+}
+
+#[test]
+fn four_call_paths_four_stable_signatures() {
+    assert!(
+        aslr_on(),
+        "this test is about ASLR: /proc/sys/kernel/randomize_va_space is 0"
+    );
+    for (name, flags) in [("frame pointers", FP), ("no frame pointers", NO_FP)] {
+        let bin = program("shim_paths", flags);
+        for unwind in ["auto", "fp", "scan"] {
+            if flags == NO_FP && unwind == "fp" {
+                continue; // no chain to walk: frames beyond the first are not expected
+            }
+            let (a, ta) = run_paths(&bin, unwind);
+            let (b, tb) = run_paths(&bin, unwind);
+            let distinct: std::collections::BTreeSet<_> = a.iter().collect();
+            assert_eq!(
+                distinct.len(),
+                4,
+                "{name}/{unwind}: 4 distinct signatures {a:x?}"
+            );
+            assert_eq!(a, b, "{name}/{unwind}: same signatures on a second run");
+            check_described(&ta, &a);
+            check_described(&tb, &b);
+        }
+    }
+}
+
+/// Function address ranges of a binary's symbol table, with `nm`.
+fn functions(bin: &Path) -> BTreeMap<String, (u64, u64)> {
+    pcstream_tests::require_tool("nm", "binutils");
+    let o = Command::new("nm")
+        .args(["-S", "--defined-only"])
+        .arg(bin)
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    String::from_utf8(o.stdout)
+        .unwrap()
+        .lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            if f.len() == 4 && (f[2] == "t" || f[2] == "T") {
+                let a = u64::from_str_radix(f[0], 16).ok()?;
+                let s = u64::from_str_radix(f[1], 16).ok()?;
+                Some((f[3].to_string(), (a, a + s)))
+            } else {
+                None
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn frame_offsets_name_the_calling_functions() {
+    let bin = program("shim_paths", FP);
+    let fns = functions(&bin);
+    let within = |name: &str, off: u64| {
+        let (lo, hi) = fns[name];
+        // A return address may sit just past the function's last byte.
+        lo < off && off <= hi
+    };
+    let (sigs, t) = run_paths(&bin, "fp");
+    let infos = t.signatures();
+    let frames =
+        |p: usize| -> Vec<u64> { infos[&sigs[p]].frames.iter().map(|f| f.offset).collect() };
+    let exe_key = infos[&sigs[0]].frames[0].module_key;
+    assert!(infos[&sigs[0]].frames.len() >= 3);
+    for p in 0..4 {
+        let f = &infos[&sigs[p]].frames;
+        assert!(
+            f.iter().take(3).all(|x| x.module_key == exe_key),
+            "path {p}: {f:?}"
+        );
+        assert!(
+            within("sink", frames(p)[0]),
+            "frame 0 of path {p} is in sink()"
+        );
+        assert_eq!(
+            infos[&sigs[p]].method,
+            wire::UnwindMethod::FramePointer as i32
+        );
+    }
+    assert!(within("wal_append", frames(0)[1]));
+    assert!(within("write_block", frames(1)[1]) && within("flush_memtable", frames(1)[2]));
+    assert!(within("write_block", frames(2)[1]) && within("compact", frames(2)[2]));
+    assert!(within("temp_spill", frames(3)[1]));
+    let m = &t.modules()[&exe_key];
+    assert!(!m.build_id.is_empty(), "gcc on Debian emits a GNU build-id");
+    assert_eq!(Path::new(&m.path), bin.as_path());
+}
+
+#[test]
+fn frame_count_is_configurable() {
+    let bin = program("shim_paths", FP);
+    let work = tempfile::tempdir().unwrap();
+    let rec = tempfile::tempdir().unwrap();
+    let out = work.path().join("out");
+    Run::record(rec.path())
+        .env("PCSTREAM_FRAMES", "2")
+        .stdout(&bin, &[out.to_str().unwrap()]);
+    let t = only_trace(rec.path());
+    let sigs: std::collections::BTreeSet<u64> =
+        writes_to(&t, &out).iter().map(|w| w.signature).collect();
+    // With 2 frames, flush_memtable and compact share sink <- write_block.
+    assert_eq!(sigs.len(), 3, "{sigs:x?}");
+    assert!(t.signatures().values().all(|s| s.frames.len() <= 2));
+}
