@@ -1,0 +1,936 @@
+//! Trace replay: turns a recorded pcstream trace into the operations a device
+//! receives, and drives a placement policy and an [`Ssd`] with them.
+//!
+//! Two sources, most faithful first ([`Source`]):
+//! - **ground truth**: the trace holds what the block device really received
+//!   (`BlockRequest`s recorded with tracefs) and the file system's
+//!   file-block → device-block mappings (`ExtentMap`s). Each device write is
+//!   attributed to the inode and file block that owned the device block at
+//!   that moment, hence to the signature of the shim write that last wrote
+//!   that file block and to the hint the application gave that inode —
+//!   exactly what a kernel passing `bi_write_hint` down would deliver.
+//!   Device writes no file owns are file-system metadata or journal
+//!   ([`WriteClass::Metadata`]). Discards become TRIMs. Page-cache effects
+//!   (data deleted before writeback) are in the measurement by construction.
+//! - **file-system model**: without device records, a simple allocator maps
+//!   `(file, offset)` to LBAs (in place for overwrites, next to the file's
+//!   last block for appends, first free block from a rotating cursor
+//!   otherwise) and TRIMs what unlink, truncate and punch-hole free — the
+//!   behaviour of ext4 mounted with `discard`, minus its metadata.
+//!
+//! [`Replay::deaths`] knows when every written page is next overwritten or
+//! trimmed; the oracle policy reads it through `WriteCtx::death`.
+
+use crate::{SimError, Ssd};
+use pcstream_placement::policy::{Placement, StreamId, WriteCtx};
+use pcstream_placement::trace::{TraceError, TraceReader};
+use pcstream_placement::wire::{self, event::Kind, trace_record::Record};
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+
+/// Bytes per logical page.
+pub const PAGE: u64 = 4096;
+const SECTORS_PER_PAGE: u64 = PAGE / 512;
+
+/// Where the replayed device operations came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Source {
+    /// Recorded device requests (tracefs), attributed through extent maps.
+    GroundTruth,
+    /// Shim file events mapped to LBAs by the allocation model.
+    FsModel,
+}
+
+impl std::fmt::Display for Source {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Source::GroundTruth => "ground-truth device trace",
+            Source::FsModel => "file-system allocation model",
+        })
+    }
+}
+
+/// What kind of data a device write carried.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WriteClass {
+    /// File data, attributed to a file (and a signature when the shim saw the write).
+    Data,
+    /// Device blocks no file owned at the time: file-system metadata, journal.
+    Metadata,
+}
+
+/// One device operation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Op {
+    /// `pages` pages written at `lpn`; page `i` is file page `file_page + i`.
+    Write {
+        /// First logical page.
+        lpn: u64,
+        /// Page count (≥ 1).
+        pages: u32,
+        /// File `(dev, ino)` when attributed.
+        file: Option<(u64, u64)>,
+        /// Page offset in the file of the first page.
+        file_page: u64,
+        /// Signature of the code path that wrote the data, when known.
+        signature: Option<u64>,
+        /// The application's own hint for the file (0 = none).
+        app_hint: u8,
+        /// Data or metadata.
+        class: WriteClass,
+    },
+    /// Pages `lpn..lpn+pages` discarded.
+    Trim {
+        /// First logical page.
+        lpn: u64,
+        /// Page count.
+        pages: u64,
+    },
+    /// File pages stopped being live (unlink, truncate, punch): what the shim
+    /// reports; policies that learn from files use it.
+    InvalidateFile {
+        /// `(dev, ino)`.
+        file: (u64, u64),
+        /// First file page.
+        first_page: u64,
+        /// Page count (`u64::MAX` = to the end of the file).
+        pages: u64,
+    },
+}
+
+/// Counts describing how a trace was turned into device operations.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct JoinStats {
+    /// Pages written to the device.
+    pub write_pages: u64,
+    /// Of those, attributed to a file.
+    pub data_pages: u64,
+    /// Of the data pages, with a known signature.
+    pub signed_pages: u64,
+    /// Pages no file owned (metadata, journal).
+    pub metadata_pages: u64,
+    /// Pages discarded (whole pages inside discard requests).
+    pub trim_pages: u64,
+    /// Flush requests seen (not simulated).
+    pub flushes: u64,
+    /// Shim write events read.
+    pub shim_writes: u64,
+    /// Shim invalidation events read.
+    pub shim_invalidations: u64,
+    /// Distinct signatures among the written pages.
+    pub signatures: u64,
+}
+
+/// A trace ready to replay.
+#[derive(Debug, Clone)]
+pub struct Replay {
+    /// Operations in time order.
+    pub ops: Vec<Op>,
+    /// One entry per written page, in write order: the replay clock (pages
+    /// written since the start) at which that page is next overwritten or
+    /// trimmed, `None` if never within the trace.
+    pub deaths: Vec<Option<u64>>,
+    /// Logical size of the device, pages.
+    pub logical_pages: u64,
+    /// Where the operations came from.
+    pub source: Source,
+    /// How the join went.
+    pub stats: JoinStats,
+    /// File names seen (`OpenEvent`s), for reports.
+    pub file_names: HashMap<(u64, u64), String>,
+}
+
+/// Why a trace could not be replayed.
+#[derive(Debug, thiserror::Error)]
+pub enum ReplayError {
+    /// Reading the trace failed.
+    #[error(transparent)]
+    Trace(#[from] TraceError),
+    /// The trace's content is unusable.
+    #[error("{path}: {what}")]
+    Bad {
+        /// The trace file.
+        path: String,
+        /// What is wrong.
+        what: String,
+    },
+    /// The simulator rejected an operation.
+    #[error("replay operation {index}: {source}")]
+    Sim {
+        /// Index into [`Replay::ops`].
+        index: usize,
+        /// The simulator's error.
+        source: SimError,
+    },
+}
+
+/// Options for building a [`Replay`].
+#[derive(Debug, Clone, Default)]
+pub struct ReplayOptions {
+    /// Logical device size in pages. Ground truth: default is the recorded
+    /// device's size (`DeviceInfo`), else the highest page touched. Model:
+    /// default is 5/4 of the peak live data (at least 1024 pages).
+    pub logical_pages: Option<u64>,
+    /// Use the allocation model even when device records exist.
+    pub force_model: bool,
+}
+
+#[derive(Clone)]
+enum Ev {
+    ShimWrite(wire::WriteEvent),
+    ShimInvalidate(wire::InvalidateEvent),
+    AppHint(wire::AppHintEvent),
+    Extent(wire::ExtentMap),
+    Block(wire::BlockRequest),
+}
+
+impl Ev {
+    /// Order among events with the same timestamp: shim events first (a
+    /// write() precedes its writeback), then mappings, then requests.
+    fn rank(&self) -> u8 {
+        match self {
+            Ev::ShimWrite(_) | Ev::AppHint(_) => 0,
+            Ev::ShimInvalidate(_) => 1,
+            Ev::Extent(_) => 2,
+            Ev::Block(_) => 3,
+        }
+    }
+}
+
+fn file_of(f: &Option<wire::FileId>) -> (u64, u64) {
+    f.as_ref().map(|f| (f.dev, f.ino)).unwrap_or((0, 0))
+}
+
+impl Replay {
+    /// Reads a trace file and builds the replay.
+    pub fn from_trace(path: &Path, opts: &ReplayOptions) -> Result<Replay, ReplayError> {
+        let name = path.display().to_string();
+        let mut evs: Vec<(u64, u8, u64, Ev)> = Vec::new();
+        let mut file_names = HashMap::new();
+        let mut device_size: Option<u64> = None;
+        let mut seq = 0u64;
+        let mut push = |evs: &mut Vec<(u64, u8, u64, Ev)>, t: u64, e: Ev| {
+            evs.push((t, e.rank(), seq, e));
+            seq += 1;
+        };
+        for rec in TraceReader::open(path)? {
+            match rec?.record {
+                Some(Record::Batch(b)) => {
+                    for e in b.events {
+                        let t = e.time_ns;
+                        match e.kind {
+                            Some(Kind::Write(w)) => push(&mut evs, t, Ev::ShimWrite(w)),
+                            Some(Kind::Invalidate(i)) => push(&mut evs, t, Ev::ShimInvalidate(i)),
+                            Some(Kind::AppHint(h)) => push(&mut evs, t, Ev::AppHint(h)),
+                            Some(Kind::Open(o)) => {
+                                file_names.insert(file_of(&o.file), o.path);
+                            }
+                            _ => {}
+                        }
+                    }
+                }
+                Some(Record::Block(b)) => push(&mut evs, b.time_ns, Ev::Block(b)),
+                Some(Record::Extent(x)) => push(&mut evs, x.time_ns, Ev::Extent(x)),
+                Some(Record::Device(d)) => device_size = Some(d.size_bytes),
+                Some(Record::Header(_)) | None => {}
+            }
+        }
+        evs.sort_by_key(|(t, r, s, _)| (*t, *r, *s));
+        let has_device = evs.iter().any(|e| matches!(e.3, Ev::Block(_)));
+        let mut r = if has_device && !opts.force_model {
+            let lp = opts
+                .logical_pages
+                .or(device_size.map(|b| b / PAGE));
+            ground_truth(evs.into_iter().map(|e| e.3), lp)
+        } else {
+            fs_model(evs.into_iter().map(|e| e.3), opts.logical_pages)
+        }
+        .map_err(|what| ReplayError::Bad {
+            path: name.clone(),
+            what,
+        })?;
+        r.file_names = file_names;
+        Ok(r)
+    }
+
+    /// Builds a replay from operations directly (tests, synthetic traces),
+    /// computing deaths and statistics.
+    pub fn from_ops(ops: Vec<Op>, logical_pages: u64, source: Source) -> Result<Replay, String> {
+        let mut stats = JoinStats::default();
+        for op in &ops {
+            match *op {
+                Op::Write {
+                    pages,
+                    class,
+                    signature,
+                    ..
+                } => {
+                    stats.write_pages += u64::from(pages);
+                    match class {
+                        WriteClass::Data => {
+                            stats.data_pages += u64::from(pages);
+                            if signature.is_some() {
+                                stats.signed_pages += u64::from(pages);
+                            }
+                        }
+                        WriteClass::Metadata => stats.metadata_pages += u64::from(pages),
+                    }
+                }
+                Op::Trim { pages, .. } => stats.trim_pages += pages,
+                Op::InvalidateFile { .. } => {}
+            }
+        }
+        finish(ops, logical_pages, source, stats)
+    }
+
+    /// Host pages the replay writes.
+    pub fn host_pages(&self) -> u64 {
+        self.deaths.len() as u64
+    }
+}
+
+/// Checks bounds, computes deaths and distinct signatures.
+fn finish(
+    ops: Vec<Op>,
+    logical_pages: u64,
+    source: Source,
+    mut stats: JoinStats,
+) -> Result<Replay, String> {
+    if logical_pages == 0 {
+        return Err("the device has no pages".into());
+    }
+    let mut sigs = std::collections::HashSet::new();
+    let mut total = 0u64;
+    for (i, op) in ops.iter().enumerate() {
+        let (lpn, n) = match *op {
+            Op::Write {
+                lpn,
+                pages,
+                signature,
+                ..
+            } => {
+                if let Some(s) = signature {
+                    sigs.insert(s);
+                }
+                total += u64::from(pages);
+                (lpn, u64::from(pages))
+            }
+            Op::Trim { lpn, pages } => (lpn, pages),
+            Op::InvalidateFile { .. } => continue,
+        };
+        if lpn.checked_add(n).is_none_or(|end| end > logical_pages) {
+            return Err(format!(
+                "operation {i} touches pages {lpn}..{} beyond the device's {logical_pages} pages",
+                lpn.saturating_add(n)
+            ));
+        }
+    }
+    stats.signatures = sigs.len() as u64;
+    // Forward: replay clock at each op. Backward: next kill of each lpn.
+    let mut clocks = Vec::with_capacity(ops.len());
+    let mut c = 0u64;
+    for op in &ops {
+        clocks.push(c);
+        if let Op::Write { pages, .. } = op {
+            c += u64::from(*pages);
+        }
+    }
+    const NEVER: u64 = u64::MAX;
+    let mut next_kill = vec![NEVER; logical_pages as usize];
+    let mut deaths = vec![None; total as usize];
+    let mut k = total as usize;
+    for (op, &clock) in ops.iter().zip(&clocks).rev() {
+        match *op {
+            Op::Write { lpn, pages, .. } => {
+                for i in (0..u64::from(pages)).rev() {
+                    k -= 1;
+                    let slot = &mut next_kill[(lpn + i) as usize];
+                    deaths[k] = (*slot != NEVER).then_some(*slot);
+                    *slot = clock + i;
+                }
+            }
+            Op::Trim { lpn, pages } => {
+                next_kill[lpn as usize..(lpn + pages) as usize].fill(clock);
+            }
+            Op::InvalidateFile { .. } => {}
+        }
+    }
+    Ok(Replay {
+        ops,
+        deaths,
+        logical_pages,
+        source,
+        stats,
+        file_names: HashMap::new(),
+    })
+}
+
+/// Appends a page write, merging it into the previous op when contiguous
+/// with the same attribution.
+fn push_page(ops: &mut Vec<Op>, lpn: u64, attr: (Option<(u64, u64)>, u64, Option<u64>, u8, WriteClass)) {
+    let (file, file_page, signature, app_hint, class) = attr;
+    if let Some(Op::Write {
+        lpn: l,
+        pages,
+        file: f,
+        file_page: fp,
+        signature: s,
+        app_hint: h,
+        class: c,
+    }) = ops.last_mut()
+    {
+        let n = u64::from(*pages);
+        let same_file_run = match (file, *f) {
+            (Some(a), Some(b)) => a == b && file_page == *fp + n,
+            (None, None) => true,
+            _ => false,
+        };
+        if *l + n == lpn
+            && same_file_run
+            && *s == signature
+            && *h == app_hint
+            && *c == class
+            && *pages < u32::MAX
+        {
+            *pages += 1;
+            return;
+        }
+    }
+    ops.push(Op::Write {
+        lpn,
+        pages: 1,
+        file,
+        file_page: if file.is_some() { file_page } else { 0 },
+        signature,
+        app_hint,
+        class,
+    });
+}
+
+/// Device-block → (ino, file block) over time.
+#[derive(Default)]
+struct RevMap {
+    /// start pblk → (len, ino, lblk)
+    m: BTreeMap<u64, (u64, u64, u64)>,
+}
+
+impl RevMap {
+    fn insert(&mut self, pblk: u64, len: u64, ino: u64, lblk: u64) {
+        let end = pblk + len;
+        // Cut every overlapping mapping.
+        let overlapping: Vec<u64> = self
+            .m
+            .range(..end)
+            .rev()
+            .take_while(|(&s, &(l, _, _))| s + l > pblk)
+            .map(|(&s, _)| s)
+            .collect();
+        for s in overlapping {
+            let (l, i, lb) = self.m.remove(&s).expect("present");
+            if s < pblk {
+                self.m.insert(s, (pblk - s, i, lb));
+            }
+            if s + l > end {
+                self.m.insert(end, (s + l - end, i, lb + (end - s)));
+            }
+        }
+        self.m.insert(pblk, (len, ino, lblk));
+    }
+
+    fn lookup(&self, pblk: u64) -> Option<(u64, u64)> {
+        let (&s, &(l, ino, lblk)) = self.m.range(..=pblk).next_back()?;
+        (pblk < s + l).then_some((ino, lblk + (pblk - s)))
+    }
+}
+
+/// Per-file state both sources keep: which signature last wrote each file
+/// page, and the application's own hint.
+#[derive(Default)]
+struct FileState {
+    page_sig: HashMap<u64, u64>,
+    app_hint: u8,
+}
+
+fn pages_of(offset: u64, len: u64) -> std::ops::Range<u64> {
+    if len == 0 {
+        return 0..0;
+    }
+    offset / PAGE..(offset + len).div_ceil(PAGE)
+}
+
+fn app_hint_of(h: &wire::AppHintEvent) -> Option<u8> {
+    (1..=5).contains(&h.requested).then_some(h.requested as u8)
+}
+
+fn invalidate_op(i: &wire::InvalidateEvent) -> Op {
+    let kind = wire::InvalidateKind::try_from(i.kind).unwrap_or(wire::InvalidateKind::Unspecified);
+    let (first_page, pages) = match kind {
+        wire::InvalidateKind::Unlink | wire::InvalidateKind::RenameReplace => (0, u64::MAX),
+        wire::InvalidateKind::Truncate => (i.offset.div_ceil(PAGE), u64::MAX),
+        _ => {
+            // Only whole pages inside a punched range die.
+            let first = i.offset.div_ceil(PAGE);
+            let end = (i.offset + i.len) / PAGE;
+            (first, end.saturating_sub(first))
+        }
+    };
+    Op::InvalidateFile {
+        file: file_of(&i.file),
+        first_page,
+        pages,
+    }
+}
+
+fn ground_truth(evs: impl Iterator<Item = Ev>, logical_pages: Option<u64>) -> Result<Replay, String> {
+    let mut ops = Vec::new();
+    let mut stats = JoinStats::default();
+    let mut rev = RevMap::default();
+    let mut files: HashMap<u64, FileState> = HashMap::new();
+    let mut fs_dev: Option<u64> = None;
+    let mut pending_shim: Vec<Ev> = Vec::new();
+    let mut max_page = 0u64;
+    for ev in evs {
+        match ev {
+            Ev::Extent(x) => {
+                let (dev, ino) = file_of(&x.file);
+                fs_dev.get_or_insert(dev);
+                if x.block_size != 0 && u64::from(x.block_size) != PAGE {
+                    return Err(format!(
+                        "file-system block size {} is not the 4 KiB page size",
+                        x.block_size
+                    ));
+                }
+                rev.insert(x.device_block, u64::from(x.len_blocks), ino, x.file_block);
+                // Shim events held until the file system's device is known.
+                for e in pending_shim.drain(..) {
+                    shim_event(e, fs_dev, &mut files, &mut ops, &mut stats);
+                }
+            }
+            e @ (Ev::ShimWrite(_) | Ev::ShimInvalidate(_) | Ev::AppHint(_)) => {
+                if fs_dev.is_none() {
+                    pending_shim.push(e);
+                } else {
+                    shim_event(e, fs_dev, &mut files, &mut ops, &mut stats);
+                }
+            }
+            Ev::Block(b) => {
+                let op = wire::BlockOp::try_from(b.op).unwrap_or(wire::BlockOp::Unspecified);
+                let start = b.sector;
+                let end = b.sector + u64::from(b.nr_sectors);
+                match op {
+                    wire::BlockOp::Write | wire::BlockOp::WriteZeroes => {
+                        for p in start / SECTORS_PER_PAGE..end.div_ceil(SECTORS_PER_PAGE) {
+                            max_page = max_page.max(p);
+                            stats.write_pages += 1;
+                            let attr = match rev.lookup(p) {
+                                Some((ino, lblk)) => {
+                                    let st = files.entry(ino).or_default();
+                                    let sig = st.page_sig.get(&lblk).copied();
+                                    stats.data_pages += 1;
+                                    if sig.is_some() {
+                                        stats.signed_pages += 1;
+                                    }
+                                    let dev = fs_dev.unwrap_or(0);
+                                    (Some((dev, ino)), lblk, sig, st.app_hint, WriteClass::Data)
+                                }
+                                None => {
+                                    stats.metadata_pages += 1;
+                                    (None, 0, None, 0, WriteClass::Metadata)
+                                }
+                            };
+                            push_page(&mut ops, p, attr);
+                        }
+                    }
+                    wire::BlockOp::Discard => {
+                        let first = start.div_ceil(SECTORS_PER_PAGE);
+                        let last = end / SECTORS_PER_PAGE;
+                        if last > first {
+                            max_page = max_page.max(last - 1);
+                            stats.trim_pages += last - first;
+                            ops.push(Op::Trim {
+                                lpn: first,
+                                pages: last - first,
+                            });
+                        }
+                    }
+                    wire::BlockOp::Flush => stats.flushes += 1,
+                    _ => {}
+                }
+            }
+        }
+    }
+    let lp = logical_pages.unwrap_or(max_page + 1);
+    finish(ops, lp, Source::GroundTruth, stats)
+}
+
+fn shim_event(
+    e: Ev,
+    fs_dev: Option<u64>,
+    files: &mut HashMap<u64, FileState>,
+    ops: &mut Vec<Op>,
+    stats: &mut JoinStats,
+) {
+    match e {
+        Ev::ShimWrite(w) => {
+            stats.shim_writes += 1;
+            let (dev, ino) = file_of(&w.file);
+            if Some(dev) != fs_dev || w.signature == 0 {
+                return;
+            }
+            let st = files.entry(ino).or_default();
+            for p in pages_of(w.offset, w.len) {
+                st.page_sig.insert(p, w.signature);
+            }
+        }
+        Ev::AppHint(h) => {
+            let (dev, ino) = file_of(&h.file);
+            if Some(dev) == fs_dev {
+                if let Some(v) = app_hint_of(&h) {
+                    files.entry(ino).or_default().app_hint = v;
+                }
+            }
+        }
+        Ev::ShimInvalidate(i) => {
+            stats.shim_invalidations += 1;
+            let (dev, ino) = file_of(&i.file);
+            if Some(dev) != fs_dev {
+                return;
+            }
+            let op = invalidate_op(&i);
+            if let Op::InvalidateFile {
+                first_page, pages, ..
+            } = op
+            {
+                if let Some(st) = files.get_mut(&ino) {
+                    if first_page == 0 && pages == u64::MAX {
+                        st.page_sig.clear();
+                    } else {
+                        let end = first_page.saturating_add(pages);
+                        st.page_sig.retain(|&p, _| p < first_page || p >= end);
+                    }
+                }
+            }
+            ops.push(op);
+        }
+        Ev::Extent(_) | Ev::Block(_) => unreachable!("not a shim event"),
+    }
+}
+
+/// Free-space allocator of the file-system model: a bitmap with a rotating
+/// cursor (next-fit), plus "goal" allocation right after a file's last block.
+struct Allocator {
+    used: Vec<u64>,
+    pages: u64,
+    cursor: u64,
+    live: u64,
+}
+
+impl Allocator {
+    fn new(pages: u64) -> Self {
+        Allocator {
+            used: vec![0; pages.div_ceil(64) as usize],
+            pages,
+            cursor: 0,
+            live: 0,
+        }
+    }
+    fn is_used(&self, p: u64) -> bool {
+        self.used[(p / 64) as usize] >> (p % 64) & 1 == 1
+    }
+    fn set(&mut self, p: u64, on: bool) {
+        let w = &mut self.used[(p / 64) as usize];
+        if on {
+            *w |= 1 << (p % 64);
+            self.live += 1;
+        } else {
+            *w &= !(1 << (p % 64));
+            self.live -= 1;
+        }
+    }
+    fn alloc(&mut self, goal: Option<u64>) -> Option<u64> {
+        if let Some(g) = goal.filter(|&g| g < self.pages && !self.is_used(g)) {
+            self.set(g, true);
+            return Some(g);
+        }
+        if self.live >= self.pages {
+            return None;
+        }
+        let words = self.used.len() as u64;
+        let mut w = self.cursor / 64;
+        for _ in 0..=words {
+            let free = !self.used[w as usize];
+            if free != 0 {
+                let p = w * 64 + u64::from(free.trailing_zeros());
+                if p < self.pages {
+                    self.set(p, true);
+                    self.cursor = p + 1;
+                    if self.cursor >= self.pages {
+                        self.cursor = 0;
+                    }
+                    return Some(p);
+                }
+            }
+            w = (w + 1) % words;
+        }
+        None
+    }
+}
+
+#[derive(Default)]
+struct ModelFile {
+    /// file page → lpn
+    blocks: BTreeMap<u64, u64>,
+    last_lpn: Option<u64>,
+    app_hint: u8,
+}
+
+fn fs_model(evs: impl Iterator<Item = Ev> + Clone, logical_pages: Option<u64>) -> Result<Replay, String> {
+    let lp = match logical_pages {
+        Some(n) => n,
+        None => {
+            // Dry run with unbounded space for the peak of live data.
+            let peak = model_pass(evs.clone(), u64::MAX / 4, true)?.1;
+            (peak + peak / 4).max(1024)
+        }
+    };
+    let (ops, _, stats) = model_pass(evs, lp, false)?;
+    finish(ops, lp, Source::FsModel, stats)
+}
+
+fn model_pass(
+    evs: impl Iterator<Item = Ev>,
+    pages: u64,
+    dry: bool,
+) -> Result<(Vec<Op>, u64, JoinStats), String> {
+    let mut alloc = if dry { None } else { Some(Allocator::new(pages)) };
+    let mut dry_next = 0u64;
+    let mut live = 0u64;
+    let mut peak = 0u64;
+    let mut files: HashMap<(u64, u64), ModelFile> = HashMap::new();
+    let mut ops = Vec::new();
+    let mut stats = JoinStats::default();
+    for ev in evs {
+        match ev {
+            Ev::ShimWrite(w) => {
+                stats.shim_writes += 1;
+                let key = file_of(&w.file);
+                let f = files.entry(key).or_default();
+                let sig = (w.signature != 0).then_some(w.signature);
+                for p in pages_of(w.offset, w.len) {
+                    let lpn = match f.blocks.get(&p) {
+                        Some(&l) => l,
+                        None => {
+                            let goal = f.last_lpn.map(|l| l + 1);
+                            let l = match alloc.as_mut() {
+                                Some(a) => a.alloc(goal).ok_or_else(|| {
+                                    format!(
+                                        "file-system model is out of space ({pages} pages): \
+                                         give a larger device size"
+                                    )
+                                })?,
+                                None => {
+                                    dry_next += 1;
+                                    dry_next
+                                }
+                            };
+                            live += 1;
+                            peak = peak.max(live);
+                            f.blocks.insert(p, l);
+                            l
+                        }
+                    };
+                    f.last_lpn = Some(lpn);
+                    stats.write_pages += 1;
+                    stats.data_pages += 1;
+                    if sig.is_some() {
+                        stats.signed_pages += 1;
+                    }
+                    push_page(&mut ops, lpn, (Some(key), p, sig, f.app_hint, WriteClass::Data));
+                }
+            }
+            Ev::AppHint(h) => {
+                if let Some(v) = app_hint_of(&h) {
+                    files.entry(file_of(&h.file)).or_default().app_hint = v;
+                }
+            }
+            Ev::ShimInvalidate(i) => {
+                stats.shim_invalidations += 1;
+                let key = file_of(&i.file);
+                let op = invalidate_op(&i);
+                ops.push(op);
+                let Op::InvalidateFile {
+                    first_page, pages, ..
+                } = op
+                else {
+                    unreachable!()
+                };
+                let Some(f) = files.get_mut(&key) else {
+                    continue;
+                };
+                let end = first_page.saturating_add(pages);
+                let dead: Vec<(u64, u64)> = f
+                    .blocks
+                    .range(first_page..end)
+                    .map(|(&p, &l)| (p, l))
+                    .collect();
+                let mut lpns: Vec<u64> = Vec::with_capacity(dead.len());
+                for (p, l) in dead {
+                    f.blocks.remove(&p);
+                    if let Some(a) = alloc.as_mut() {
+                        a.set(l, false);
+                    }
+                    live -= 1;
+                    lpns.push(l);
+                }
+                if f.blocks.is_empty() {
+                    f.last_lpn = None;
+                }
+                lpns.sort_unstable();
+                // TRIM the freed blocks as runs, like ext4 with `discard`.
+                let mut k = 0;
+                while k < lpns.len() {
+                    let mut n = 1;
+                    while k + n < lpns.len() && lpns[k + n] == lpns[k] + n as u64 {
+                        n += 1;
+                    }
+                    stats.trim_pages += n as u64;
+                    ops.push(Op::Trim {
+                        lpn: lpns[k],
+                        pages: n as u64,
+                    });
+                    k += n;
+                }
+            }
+            Ev::Extent(_) | Ev::Block(_) => {}
+        }
+    }
+    Ok((ops, peak, stats))
+}
+
+/// What one replay run measured, beyond the device's own statistics.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+pub struct RunCounters {
+    /// Host pages written per stream id.
+    pub pages_per_stream: Vec<u64>,
+    /// Host pages written to stream 0.
+    pub stream0_pages: u64,
+}
+
+/// Replays `replay` into `ssd`, placing every page with `policy`.
+pub fn run(replay: &Replay, policy: &mut dyn Placement, ssd: &mut Ssd) -> Result<RunCounters, ReplayError> {
+    let streams = ssd.config().streams.max(1);
+    let mut c = RunCounters {
+        pages_per_stream: vec![0; streams as usize],
+        stream0_pages: 0,
+    };
+    let mut clock = 0u64;
+    for (index, op) in replay.ops.iter().enumerate() {
+        match *op {
+            Op::Write {
+                lpn,
+                pages,
+                file,
+                file_page,
+                signature,
+                app_hint,
+                ..
+            } => {
+                for i in 0..u64::from(pages) {
+                    let ctx = WriteCtx {
+                        time: clock,
+                        lpn: lpn + i,
+                        pages: 1,
+                        file,
+                        file_page: file_page + i,
+                        signature,
+                        app_hint,
+                        death: replay.deaths[clock as usize],
+                    };
+                    let s: StreamId = policy.place(&ctx).min(streams - 1);
+                    ssd.write(lpn + i, s)
+                        .map_err(|source| ReplayError::Sim { index, source })?;
+                    c.pages_per_stream[s as usize] += 1;
+                    if s == 0 {
+                        c.stream0_pages += 1;
+                    }
+                    clock += 1;
+                }
+            }
+            Op::Trim { lpn, pages } => {
+                let mut done = 0;
+                while done < pages {
+                    let n = (pages - done).min(u64::from(u32::MAX)) as u32;
+                    policy.trim(lpn + done, n, clock);
+                    done += u64::from(n);
+                }
+                ssd.trim(lpn, pages)
+                    .map_err(|source| ReplayError::Sim { index, source })?;
+            }
+            Op::InvalidateFile {
+                file,
+                first_page,
+                pages,
+            } => policy.invalidate_file(file, first_page, pages, clock),
+        }
+    }
+    Ok(c)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn w(lpn: u64, pages: u32) -> Op {
+        Op::Write {
+            lpn,
+            pages,
+            file: None,
+            file_page: 0,
+            signature: None,
+            app_hint: 0,
+            class: WriteClass::Data,
+        }
+    }
+
+    #[test]
+    fn deaths_follow_overwrites_and_trims() {
+        let ops = vec![w(0, 2), w(1, 1), Op::Trim { lpn: 0, pages: 1 }, w(5, 1)];
+        let r = Replay::from_ops(ops, 8, Source::FsModel).unwrap();
+        // pages written: clock0 lpn0, clock1 lpn1, clock2 lpn1, clock3 lpn5
+        assert_eq!(r.deaths, vec![Some(3), Some(2), None, None]);
+        assert_eq!(r.host_pages(), 4);
+    }
+
+    #[test]
+    fn out_of_range_op_is_an_error() {
+        let e = Replay::from_ops(vec![w(7, 2)], 8, Source::FsModel).unwrap_err();
+        assert!(e.contains("beyond"), "{e}");
+    }
+
+    #[test]
+    fn revmap_splits_overlaps() {
+        let mut m = RevMap::default();
+        m.insert(100, 10, 1, 0);
+        m.insert(104, 2, 2, 50);
+        assert_eq!(m.lookup(103), Some((1, 3)));
+        assert_eq!(m.lookup(104), Some((2, 50)));
+        assert_eq!(m.lookup(105), Some((2, 51)));
+        assert_eq!(m.lookup(106), Some((1, 6)));
+        assert_eq!(m.lookup(110), None);
+        assert_eq!(m.lookup(99), None);
+    }
+
+    #[test]
+    fn allocator_prefers_goal_and_wraps() {
+        let mut a = Allocator::new(130);
+        assert_eq!(a.alloc(None), Some(0));
+        assert_eq!(a.alloc(Some(100)), Some(100));
+        assert_eq!(a.alloc(Some(100)), Some(1));
+        a.set(0, false);
+        for _ in 0..128 {
+            assert!(a.alloc(None).is_some());
+        }
+        assert_eq!(a.alloc(None), None);
+    }
+}
