@@ -779,4 +779,93 @@ mod tests {
             [(0, OUT_BATCH_EVENTS), (1, OUT_BATCH_EVENTS), (2, 5)]
         );
     }
+
+    /// Peak resident memory of this process in KiB (VmHWM).
+    fn peak_rss_kib() -> u64 {
+        std::fs::read_to_string("/proc/self/status")
+            .ok()
+            .and_then(|s| {
+                s.lines()
+                    .find(|l| l.starts_with("VmHWM:"))
+                    .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+            })
+            .unwrap_or(0)
+    }
+
+    /// Merge throughput and memory on a synthetic trace. Run with
+    /// `PCSTREAM_BENCH_EVENTS=20000000 cargo test --release -p pcstreamctl merge_throughput -- --ignored --nocapture`
+    /// (default 5M events): 4 processes × 8 threads, 256-event batches
+    /// flushed round-robin so that batches interleave out of time order.
+    #[test]
+    #[ignore = "benchmark; prints a table"]
+    fn merge_throughput() {
+        let total: u64 = std::env::var("PCSTREAM_BENCH_EVENTS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(5_000_000);
+        let (procs, threads, per_batch) = (4u64, 8u64, 256u64);
+        let d = tempfile::tempdir().unwrap();
+        let t0 = std::time::Instant::now();
+        let mut parts = Vec::new();
+        let per_thread = total / procs / threads;
+        for p in 0..procs {
+            let path = d.path().join(format!("{}-1.pcstrace", 100 + p));
+            let mut w = TraceWriter::create(&path).unwrap();
+            let mut seq = 0;
+            for b in 0..per_thread.div_ceil(per_batch) {
+                for t in 0..threads {
+                    let events = (b * per_batch..((b + 1) * per_batch).min(per_thread))
+                        .map(|i| {
+                            // Thread t's i-th event; threads are skewed in time.
+                            let time = i * 1000 + t * 37 + p * 11 + (t * per_batch * 500);
+                            ev(time, t as u32, write(t + 1, 4096))
+                        })
+                        .collect();
+                    w.write_record(&wire::TraceRecord {
+                        record: Some(Record::Batch(wire::EventBatch {
+                            pid: (100 + p) as u32,
+                            seq,
+                            events,
+                        })),
+                    })
+                    .unwrap();
+                    seq += 1;
+                }
+            }
+            w.finish().unwrap();
+            parts.push(path);
+        }
+        let gen_s = t0.elapsed().as_secs_f64();
+        let in_bytes: u64 = parts
+            .iter()
+            .map(|p| std::fs::metadata(p).unwrap().len())
+            .sum();
+        let rss0 = peak_rss_kib();
+        let out = d.path().join("merged.pcstrace");
+        let t1 = std::time::Instant::now();
+        let (s, _) = merge(
+            &parts,
+            wire::TraceHeader::default(),
+            TraceWriter::create(&out).unwrap(),
+        )
+        .unwrap();
+        let secs = t1.elapsed().as_secs_f64();
+        let rss1 = peak_rss_kib();
+        println!("| events | parts | input MiB | merge s | Mevents/s | max open batches | peak RSS MiB (before → after) | reordered batches |");
+        println!("|---|---|---|---|---|---|---|---|");
+        println!(
+            "| {} | {} | {:.1} | {:.2} | {:.2} | {} | {:.0} → {:.0} | {} |",
+            s.events,
+            parts.len(),
+            in_bytes as f64 / 1048576.0,
+            secs,
+            s.events as f64 / secs / 1e6,
+            s.max_open_batches,
+            rss0 as f64 / 1024.0,
+            rss1 as f64 / 1024.0,
+            s.reordered_batches
+        );
+        println!("(generating the input took {gen_s:.1} s)");
+        assert_eq!(s.events, procs * threads * per_thread);
+    }
 }
