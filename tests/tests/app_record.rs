@@ -225,3 +225,39 @@ fn run_prepends_the_shim_to_ld_preload_and_reports_a_missing_shim() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("--shim /nonexistent/libpcstream.so"), "{err}");
 }
+
+#[test]
+fn interrupted_record_still_merges_and_reports_the_status() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("rec");
+    let data = tmp.path().join("data");
+    shim();
+    let script = format!(
+        "trap 'exit 7' INT; echo x > {}; echo ready; while :; do sleep 0.05; done",
+        data.display()
+    );
+    let mut child = Command::new(pcstreamctl())
+        .arg("record")
+        .arg("-o")
+        .arg(&out)
+        .args(["--", "sh", "-c", &script])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert_eq!(line.trim(), "ready");
+    // SAFETY: kill has no memory preconditions; the pid is our unreaped child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    assert_eq!(child.wait().unwrap().code(), Some(7));
+    let t = app_common::load(&out.join("trace.pcstrace"));
+    t.check_merged();
+    let w = t.write_sigs(&|n| n == "data");
+    assert_eq!(
+        w.values().sum::<u64>(),
+        2,
+        "the shell's write before the signal"
+    );
+}
