@@ -239,9 +239,7 @@ impl Replay {
         evs.sort_by_key(|(t, r, s, _)| (*t, *r, *s));
         let has_device = evs.iter().any(|e| matches!(e.3, Ev::Block(_)));
         let mut r = if has_device && !opts.force_model {
-            let lp = opts
-                .logical_pages
-                .or(device_size.map(|b| b / PAGE));
+            let lp = opts.logical_pages.or(device_size.map(|b| b / PAGE));
             ground_truth(evs.into_iter().map(|e| e.3), lp)
         } else {
             fs_model(evs.into_iter().map(|e| e.3), opts.logical_pages)
@@ -368,7 +366,11 @@ fn finish(
 
 /// Appends a page write, merging it into the previous op when contiguous
 /// with the same attribution.
-fn push_page(ops: &mut Vec<Op>, lpn: u64, attr: (Option<(u64, u64)>, u64, Option<u64>, u8, WriteClass)) {
+fn push_page(
+    ops: &mut Vec<Op>,
+    lpn: u64,
+    attr: (Option<(u64, u64)>, u64, Option<u64>, u8, WriteClass),
+) {
     let (file, file_page, signature, app_hint, class) = attr;
     if let Some(Op::Write {
         lpn: l,
@@ -482,7 +484,10 @@ fn invalidate_op(i: &wire::InvalidateEvent) -> Op {
     }
 }
 
-fn ground_truth(evs: impl Iterator<Item = Ev>, logical_pages: Option<u64>) -> Result<Replay, String> {
+fn ground_truth(
+    evs: impl Iterator<Item = Ev>,
+    logical_pages: Option<u64>,
+) -> Result<Replay, String> {
     let mut ops = Vec::new();
     let mut stats = JoinStats::default();
     let mut rev = RevMap::default();
@@ -685,7 +690,10 @@ struct ModelFile {
     app_hint: u8,
 }
 
-fn fs_model(evs: impl Iterator<Item = Ev> + Clone, logical_pages: Option<u64>) -> Result<Replay, String> {
+fn fs_model(
+    evs: impl Iterator<Item = Ev> + Clone,
+    logical_pages: Option<u64>,
+) -> Result<Replay, String> {
     let lp = match logical_pages {
         Some(n) => n,
         None => {
@@ -703,7 +711,11 @@ fn model_pass(
     pages: u64,
     dry: bool,
 ) -> Result<(Vec<Op>, u64, JoinStats), String> {
-    let mut alloc = if dry { None } else { Some(Allocator::new(pages)) };
+    let mut alloc = if dry {
+        None
+    } else {
+        Some(Allocator::new(pages))
+    };
     let mut dry_next = 0u64;
     let mut live = 0u64;
     let mut peak = 0u64;
@@ -746,7 +758,11 @@ fn model_pass(
                     if sig.is_some() {
                         stats.signed_pages += 1;
                     }
-                    push_page(&mut ops, lpn, (Some(key), p, sig, f.app_hint, WriteClass::Data));
+                    push_page(
+                        &mut ops,
+                        lpn,
+                        (Some(key), p, sig, f.app_hint, WriteClass::Data),
+                    );
                 }
             }
             Ev::AppHint(h) => {
@@ -818,7 +834,11 @@ pub struct RunCounters {
 }
 
 /// Replays `replay` into `ssd`, placing every page with `policy`.
-pub fn run(replay: &Replay, policy: &mut dyn Placement, ssd: &mut Ssd) -> Result<RunCounters, ReplayError> {
+pub fn run(
+    replay: &Replay,
+    policy: &mut dyn Placement,
+    ssd: &mut Ssd,
+) -> Result<RunCounters, ReplayError> {
     let streams = ssd.config().streams.max(1);
     let mut c = RunCounters {
         pages_per_stream: vec![0; streams as usize],
