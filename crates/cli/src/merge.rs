@@ -69,6 +69,8 @@ pub struct MergeSummary {
     pub moved_infos: u64,
     /// Most batches held in memory at once.
     pub max_open_batches: usize,
+    /// Wall-clock time the merge took, in milliseconds (set by the caller).
+    pub merge_ms: u64,
 }
 
 /// One batch located in a per-process file.

@@ -77,7 +77,7 @@ pub fn part_files(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
 pub fn describe(s: &merge::MergeSummary, trace: &Path) -> String {
     let mut t = format!(
         "pcstreamctl record: {} process(es), {} events, {} writes of {} bytes in {} signature(s), \
-         {} invalidation(s), {} app hint(s), {} event(s) dropped by the shim; trace: {}",
+         {} invalidation(s), {} app hint(s), {} event(s) dropped by the shim; merged in {:.1} s into {}",
         s.processes,
         s.events,
         s.writes,
@@ -86,6 +86,7 @@ pub fn describe(s: &merge::MergeSummary, trace: &Path) -> String {
         s.invalidations,
         s.app_hints,
         s.dropped,
+        s.merge_ms as f64 / 1000.0,
         trace.display()
     );
     if s.missing_batches > 0 {
@@ -159,8 +160,10 @@ pub fn run(args: RecordArgs) -> anyhow::Result<ExitCode> {
     };
     let tmp = out.join(format!("{TRACE_FILE}.tmp"));
     let writer = TraceWriter::create(&tmp)?;
-    let (summary, _) = merge::merge(&parts, header, writer)
+    let t0 = std::time::Instant::now();
+    let (mut summary, _) = merge::merge(&parts, header, writer)
         .with_context(|| format!("merging {} into {}", parts_dir.display(), trace.display()))?;
+    summary.merge_ms = t0.elapsed().as_millis() as u64;
     std::fs::rename(&tmp, &trace)
         .with_context(|| format!("renaming {} to {}", tmp.display(), trace.display()))?;
     let json = serde_json::to_string_pretty(&summary)?;
