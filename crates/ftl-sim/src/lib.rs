@@ -16,6 +16,7 @@
 mod buckets;
 pub mod config;
 pub mod histogram;
+mod hugepage;
 pub mod model;
 pub mod replay;
 mod ssd;

@@ -129,8 +129,15 @@ pub struct Replay {
     pub ops: Vec<Op>,
     /// One entry per written page, in write order: the replay clock (pages
     /// written since the start) at which that page is next overwritten or
-    /// trimmed, `None` if never within the trace.
-    pub deaths: Vec<Option<u64>>,
+    /// trimmed, [`NEVER`] if never within the trace (see [`Replay::death`]).
+    pub deaths: Vec<u64>,
+    /// Distinct logical pages the replay writes or trims.
+    pub footprint_pages: u64,
+    /// The most logical pages holding data at once during the replay
+    /// (starting from an empty device).
+    pub peak_live_pages: u64,
+    /// Bitmap of the pages counted in `footprint_pages`.
+    touched: Vec<u64>,
     /// Logical size of the device, pages.
     pub logical_pages: u64,
     /// Where the operations came from.
@@ -286,7 +293,23 @@ impl Replay {
     pub fn host_pages(&self) -> u64 {
         self.deaths.len() as u64
     }
+
+    /// When the `k`-th written page dies (replay clock), `None` if never.
+    pub fn death(&self, k: u64) -> Option<u64> {
+        let d = self.deaths[k as usize];
+        (d != NEVER).then_some(d)
+    }
+
+    /// Whether the replay writes or trims logical page `lpn`.
+    pub fn touches(&self, lpn: u64) -> bool {
+        self.touched
+            .get((lpn / 64) as usize)
+            .is_some_and(|w| w >> (lpn % 64) & 1 == 1)
+    }
 }
+
+/// "Never dies within the trace" in [`Replay::deaths`].
+pub const NEVER: u64 = u64::MAX;
 
 /// Checks bounds, computes deaths and distinct signatures.
 fn finish(
@@ -325,18 +348,46 @@ fn finish(
         }
     }
     stats.signatures = sigs.len() as u64;
-    // Forward: replay clock at each op. Backward: next kill of each lpn.
+    // Forward: replay clock at each op, footprint and peak of live pages.
+    // Backward: next kill of each lpn.
+    let words = logical_pages.div_ceil(64) as usize;
+    let mut touched = vec![0u64; words];
+    let mut mapped = vec![0u64; words];
+    let (mut live, mut peak) = (0u64, 0u64);
     let mut clocks = Vec::with_capacity(ops.len());
     let mut c = 0u64;
     for op in &ops {
         clocks.push(c);
-        if let Op::Write { pages, .. } = op {
-            c += u64::from(*pages);
+        match *op {
+            Op::Write { lpn, pages, .. } => {
+                c += u64::from(pages);
+                for p in lpn..lpn + u64::from(pages) {
+                    let (w, b) = ((p / 64) as usize, 1u64 << (p % 64));
+                    touched[w] |= b;
+                    if mapped[w] & b == 0 {
+                        mapped[w] |= b;
+                        live += 1;
+                    }
+                }
+                peak = peak.max(live);
+            }
+            Op::Trim { lpn, pages } => {
+                for p in lpn..lpn + pages {
+                    let (w, b) = ((p / 64) as usize, 1u64 << (p % 64));
+                    touched[w] |= b;
+                    if mapped[w] & b != 0 {
+                        mapped[w] &= !b;
+                        live -= 1;
+                    }
+                }
+            }
+            Op::InvalidateFile { .. } => {}
         }
     }
-    const NEVER: u64 = u64::MAX;
+    drop(mapped);
+    let footprint_pages = touched.iter().map(|w| u64::from(w.count_ones())).sum();
     let mut next_kill = vec![NEVER; logical_pages as usize];
-    let mut deaths = vec![None; total as usize];
+    let mut deaths = vec![NEVER; total as usize];
     let mut k = total as usize;
     for (op, &clock) in ops.iter().zip(&clocks).rev() {
         match *op {
@@ -344,7 +395,7 @@ fn finish(
                 for i in (0..u64::from(pages)).rev() {
                     k -= 1;
                     let slot = &mut next_kill[(lpn + i) as usize];
-                    deaths[k] = (*slot != NEVER).then_some(*slot);
+                    deaths[k] = *slot;
                     *slot = clock + i;
                 }
             }
@@ -357,6 +408,9 @@ fn finish(
     Ok(Replay {
         ops,
         deaths,
+        footprint_pages,
+        peak_live_pages: peak,
+        touched,
         logical_pages,
         source,
         stats,
@@ -865,7 +919,7 @@ pub fn run(
                         file_page: file_page + i,
                         signature,
                         app_hint,
-                        death: replay.deaths[clock as usize],
+                        death: replay.death(clock),
                     };
                     let s: StreamId = policy.place(&ctx).min(streams - 1);
                     ssd.write(lpn + i, s)
@@ -918,7 +972,12 @@ mod tests {
         let ops = vec![w(0, 2), w(1, 1), Op::Trim { lpn: 0, pages: 1 }, w(5, 1)];
         let r = Replay::from_ops(ops, 8, Source::FsModel).unwrap();
         // pages written: clock0 lpn0, clock1 lpn1, clock2 lpn1, clock3 lpn5
-        assert_eq!(r.deaths, vec![Some(3), Some(2), None, None]);
+        assert_eq!(r.deaths, vec![3, 2, NEVER, NEVER]);
+        assert_eq!(r.death(0), Some(3));
+        assert_eq!(r.death(3), None);
+        assert_eq!(r.footprint_pages, 3);
+        assert_eq!(r.peak_live_pages, 3);
+        assert!(r.touches(5) && !r.touches(4));
         assert_eq!(r.host_pages(), 4);
     }
 

@@ -10,10 +10,13 @@ use pcstream_placement::StreamId;
 use crate::buckets::Buckets;
 use crate::config::{Config, ConfigError, GcPolicy};
 use crate::histogram::LogHistogram;
+use crate::hugepage;
 use crate::stats::{Stats, StreamStats};
 
 /// "No page" / "no block" / "unmapped".
 const NIL: u32 = u32::MAX;
+/// [`Block::data_stream`] of a block holding pages of several streams.
+const MIXED: u32 = u32::MAX - 1;
 
 /// What a write or trim can do wrong.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -55,6 +58,11 @@ struct Block {
     /// Frontier that filled the block (see [`Ssd::frontiers`]).
     frontier: u32,
     state: State,
+    /// External stream whose data the block holds (host blocks of `k` and
+    /// blocks of `k`'s internal stream hold only `k`'s pages), [`MIXED`]
+    /// for shared GC blocks with pages of several streams, [`NIL`] while
+    /// a shared GC block is still empty.
+    data_stream: u32,
     erases: u32,
     /// Host clock when the block was closed (for cost-benefit).
     closed_at: u64,
@@ -64,15 +72,6 @@ struct Block {
 struct Frontier {
     block: u32,
     next: u32,
-}
-
-/// Logical page → physical page and the host clock of its last write
-/// (low 32 bits: lifetimes are exact below 2^32 host pages).
-#[derive(Debug, Clone, Copy)]
-#[repr(C)]
-struct L2p {
-    ppn: u32,
-    wtime: u32,
 }
 
 #[derive(Debug, Clone, Copy, Default)]
@@ -104,8 +103,14 @@ pub struct Ssd {
     logical: u64,
     streams: u32,
     reserve: usize,
-    l2p: Vec<L2p>,
-    /// Stream of the last host write of each logical page.
+    /// Logical page → physical page. GC touches only this map and `p2l`,
+    /// so the host-only `wtime` and `stream_of` live apart.
+    l2p: Vec<u32>,
+    /// Host clock of the last write of each logical page (low 32 bits:
+    /// lifetimes are exact below 2^32 host pages).
+    wtime: Vec<u32>,
+    /// Stream of the last host write of each logical page (read only for
+    /// pages in [`MIXED`] blocks).
     stream_of: Vec<u8>,
     p2l: Vec<u32>,
     blocks: Vec<Block>,
@@ -148,14 +153,16 @@ impl Ssd {
             logical,
             streams,
             reserve: cfg.gc_free_blocks as usize,
-            l2p: vec![L2p { ppn: NIL, wtime: 0 }; logical as usize],
-            stream_of: vec![0; logical as usize],
-            p2l: vec![NIL; phys],
+            l2p: hugepage::filled_vec(logical as usize, NIL),
+            wtime: hugepage::filled_vec(logical as usize, 0),
+            stream_of: hugepage::filled_vec(logical as usize, 0),
+            p2l: hugepage::filled_vec(phys, NIL),
             blocks: vec![
                 Block {
                     valid: 0,
                     frontier: NIL,
                     state: State::Free,
+                    data_stream: NIL,
                     erases: 0,
                     closed_at: 0,
                 };
@@ -232,19 +239,15 @@ impl Ssd {
         let now = self.clock;
         self.clock += 1;
         let old = self.l2p[i];
-        if old.ppn != NIL {
-            let life = (now as u32).wrapping_sub(old.wtime);
-            self.lifetimes[usize::from(self.stream_of[i])].record(u64::from(life));
-            self.invalidate(old.ppn);
+        if old != NIL {
+            self.forget(i, old, now as u32);
         } else {
             self.valid_pages += 1;
         }
         let ppn = self.take_page(f);
         self.p2l[ppn as usize] = lpn as u32;
-        self.l2p[i] = L2p {
-            ppn,
-            wtime: now as u32,
-        };
+        self.l2p[i] = ppn;
+        self.wtime[i] = now as u32;
         self.stream_of[i] = stream as u8;
         self.host_pages += 1;
         self.per[f].host += 1;
@@ -269,13 +272,11 @@ impl Ssd {
         let now = self.clock as u32;
         for i in lpn as usize..(lpn + pages) as usize {
             let old = self.l2p[i];
-            if old.ppn == NIL {
+            if old == NIL {
                 continue;
             }
-            let life = now.wrapping_sub(old.wtime);
-            self.lifetimes[usize::from(self.stream_of[i])].record(u64::from(life));
-            self.invalidate(old.ppn);
-            self.l2p[i].ppn = NIL;
+            self.forget(i, old, now);
+            self.l2p[i] = NIL;
             self.valid_pages -= 1;
             self.trimmed += 1;
         }
@@ -313,8 +314,8 @@ impl Ssd {
 
     /// The physical page holding logical page `lpn`, if it holds data.
     pub fn lookup(&self, lpn: u64) -> Option<u64> {
-        let e = self.l2p.get(lpn as usize)?;
-        (e.ppn != NIL).then_some(u64::from(e.ppn))
+        let &ppn = self.l2p.get(lpn as usize)?;
+        (ppn != NIL).then_some(u64::from(ppn))
     }
 
     /// Runs one GC step now, whatever the free-block count; false when no
@@ -403,37 +404,53 @@ impl Ssd {
 
     // --- internals -------------------------------------------------------
 
+    /// Logical page `i`, stored at `ppn`, is overwritten or trimmed at
+    /// host time `now`: records its lifetime and invalidates the page.
     #[inline]
-    fn invalidate(&mut self, ppn: u32) {
+    fn forget(&mut self, i: usize, ppn: u32, now: u32) {
+        let life = now.wrapping_sub(self.wtime[i]);
         self.p2l[ppn as usize] = NIL;
         let b = ppn / self.ppb;
         let blk = &mut self.blocks[b as usize];
+        let s = if blk.data_stream == MIXED {
+            u32::from(self.stream_of[i])
+        } else {
+            blk.data_stream
+        };
         if blk.state == State::Closed {
             self.buckets.decrement(b, blk.valid);
         }
         blk.valid -= 1;
+        self.lifetimes[s as usize].record(u64::from(life));
     }
 
     /// Next page of frontier `f`, which has an open block; closes the block
     /// when it becomes full.
     #[inline]
     fn take_page(&mut self, f: usize) -> u32 {
+        let fr = self.frontiers[f];
+        self.fill_frontier(f, 1);
+        fr.block * self.ppb + fr.next
+    }
+
+    /// Frontier `f`'s open block received `n` more valid pages (at most the
+    /// room left); closes it when full.
+    #[inline]
+    fn fill_frontier(&mut self, f: usize, n: u32) {
         let fr = &mut self.frontiers[f];
         let b = fr.block;
-        let ppn = b * self.ppb + fr.next;
-        fr.next += 1;
+        fr.next += n;
         let full = fr.next == self.ppb;
         if full {
             fr.block = NIL;
         }
         let blk = &mut self.blocks[b as usize];
-        blk.valid += 1;
+        blk.valid += n;
         if full {
             blk.state = State::Closed;
             blk.closed_at = self.clock;
             self.buckets.insert(b, blk.valid);
         }
-        ppn
     }
 
     fn open_block(&mut self, f: usize) -> Result<(), SimError> {
@@ -442,6 +459,14 @@ impl Ssd {
         debug_assert_eq!(blk.state, State::Free);
         blk.state = State::Open;
         blk.frontier = f as u32;
+        let s = self.streams;
+        blk.data_stream = if (f as u32) < s {
+            f as u32
+        } else if self.cfg.internal_streams {
+            f as u32 - s
+        } else {
+            NIL
+        };
         self.frontiers[f] = Frontier { block: b, next: 0 };
         self.owner_count(f as u32, 1);
         Ok(())
@@ -507,28 +532,51 @@ impl Ssd {
             return Ok(false);
         }
         let dest = self.gc_dest(self.blocks[v as usize].frontier);
-        let base = (v * self.ppb) as usize;
-        let mut left = valid;
+        let vs = self.blocks[v as usize].data_stream;
+        let ppb = self.ppb as usize;
+        let base = v as usize * ppb;
+        let mut left = valid as usize;
         let mut p = base;
         while left > 0 {
-            let lpn = self.p2l[p];
-            if lpn != NIL {
-                self.p2l[p] = NIL;
-                left -= 1;
-                if self.frontiers[dest].block == NIL {
-                    self.open_block(dest)?;
-                }
-                let dst = self.take_page(dest);
-                self.p2l[dst as usize] = lpn;
-                self.l2p[lpn as usize].ppn = dst;
-                self.per[usize::from(self.stream_of[lpn as usize])].gc += 1;
-                #[cfg(test)]
-                {
-                    self.tags[dst as usize] = self.tags[p];
-                }
+            if self.frontiers[dest].block == NIL {
+                self.open_block(dest)?;
             }
-            p += 1;
+            let Frontier { block: db, next } = self.frontiers[dest];
+            let dblk = &mut self.blocks[db as usize];
+            dblk.data_stream = match dblk.data_stream {
+                NIL => vs,
+                ds if ds == vs => ds,
+                _ => MIXED,
+            };
+            let n = left.min(ppb - next as usize);
+            let dbase = db as usize * ppb;
+            let mut w = dbase + next as usize;
+            let end = w + n;
+            // The hot loop: one sequential read of the victim's reverse map,
+            // one random store into the forward map per valid page.
+            while w < end {
+                let lpn = self.p2l[p];
+                if lpn != NIL {
+                    self.p2l[w] = lpn;
+                    self.l2p[lpn as usize] = w as u32;
+                    if vs == MIXED {
+                        self.per[usize::from(self.stream_of[lpn as usize])].gc += 1;
+                    }
+                    #[cfg(test)]
+                    {
+                        self.tags[w] = self.tags[p];
+                    }
+                    w += 1;
+                }
+                p += 1;
+            }
+            left -= n;
+            self.fill_frontier(dest, n as u32);
         }
+        if vs != MIXED {
+            self.per[vs as usize].gc += u64::from(valid);
+        }
+        self.p2l[base..base + ppb].fill(NIL);
         self.gc_pages += u64::from(valid);
         self.victims += 1;
         self.erase(v);
@@ -541,6 +589,7 @@ impl Ssd {
         blk.valid = 0;
         blk.state = State::Free;
         blk.frontier = NIL;
+        blk.data_stream = NIL;
         blk.erases += 1;
         self.erases += 1;
         self.owner_count(f, -1);
@@ -579,13 +628,13 @@ impl Ssd {
     /// returns the first violation found.
     pub fn check_invariants(&self) -> Result<(), String> {
         let ppb = self.ppb as usize;
-        for (lpn, e) in self.l2p.iter().enumerate() {
-            if e.ppn == NIL {
+        for (lpn, &ppn) in self.l2p.iter().enumerate() {
+            if ppn == NIL {
                 continue;
             }
-            match self.p2l.get(e.ppn as usize) {
+            match self.p2l.get(ppn as usize) {
                 Some(&back) if back as usize == lpn => {}
-                other => return Err(format!("l2p[{lpn}] = {} but p2l = {other:?}", e.ppn)),
+                other => return Err(format!("l2p[{lpn}] = {ppn} but p2l = {other:?}")),
             }
         }
         let mut valid = vec![0u32; self.blocks.len()];
@@ -594,8 +643,16 @@ impl Ssd {
             if lpn == NIL {
                 continue;
             }
-            if self.l2p.get(lpn as usize).map(|e| e.ppn as usize) != Some(ppn) {
+            if self.l2p.get(lpn as usize).map(|&e| e as usize) != Some(ppn) {
                 return Err(format!("p2l[{ppn}] = {lpn} but l2p disagrees"));
+            }
+            let b = &self.blocks[ppn / ppb];
+            let ds = u32::from(self.stream_of[lpn as usize]);
+            if b.data_stream != MIXED && b.data_stream != ds {
+                return Err(format!(
+                    "page {ppn} holds stream {ds} data, its block claims only stream {}",
+                    b.data_stream
+                ));
             }
             valid[ppn / ppb] += 1;
             mapped += 1;
@@ -715,7 +772,7 @@ impl Ssd {
         tag: u64,
     ) -> Result<(), SimError> {
         self.write(lpn, stream)?;
-        let ppn = self.l2p[lpn as usize].ppn;
+        let ppn = self.l2p[lpn as usize];
         self.tags[ppn as usize] = tag;
         Ok(())
     }
