@@ -21,7 +21,9 @@
 //! [`Replay::deaths`] knows when every written page is next overwritten or
 //! trimmed; the oracle policy reads it through `WriteCtx::death`.
 
-use crate::{SimError, Ssd};
+use crate::config::{ConfigError, GcPolicy, Geometry};
+use crate::{Config, SimError, Ssd, Stats, Timing};
+use pcstream_placement::policies::{self, PolicyConfig};
 use pcstream_placement::policy::{Placement, StreamId, WriteCtx};
 use pcstream_placement::trace::{TraceError, TraceReader};
 use pcstream_placement::wire::{self, event::Kind, trace_record::Record};
@@ -160,6 +162,14 @@ pub enum ReplayError {
         /// The trace file.
         path: String,
         /// What is wrong.
+        what: String,
+    },
+    /// A policy run could not be set up.
+    #[error("{policy}: {what}")]
+    Run {
+        /// The policy.
+        policy: String,
+        /// What went wrong.
         what: String,
     },
     /// The simulator rejected an operation.
@@ -951,6 +961,248 @@ pub fn run(
     Ok(c)
 }
 
+/// The simulated device a replay runs on, before sizing (see [`layout`]).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct DeviceSpec {
+    /// External streams including the default stream 0 (PM963: 9).
+    pub streams: u32,
+    /// One internal (GC) stream per external stream.
+    pub internal_streams: bool,
+    /// Over-provisioning, `(physical − logical) / logical`.
+    pub op: f64,
+    /// Fraction of the logical space filled with cold data before the run
+    /// (the paper ages the device with 90% valid cold data).
+    pub prefill: f64,
+    /// Victim selection.
+    pub gc: GcPolicy,
+    /// Timing model for the throughput estimate.
+    pub timing: Option<Timing>,
+}
+
+impl Default for DeviceSpec {
+    fn default() -> Self {
+        DeviceSpec {
+            streams: 9,
+            internal_streams: false,
+            op: 0.07,
+            prefill: 0.9,
+            gc: GcPolicy::Greedy,
+            timing: Some(Timing::default()),
+        }
+    }
+}
+
+/// The paper's pages per block, kept when the device has enough blocks.
+pub const PAPER_PAGES_PER_BLOCK: u32 = 384;
+/// Blocks per external stream below which pages per block are halved.
+pub const MIN_BLOCKS_PER_STREAM: u64 = 64;
+const CHANNELS: u32 = 4;
+const WAYS: u32 = 4;
+
+/// The device chosen for a replay, and why it has that size.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct DeviceLayout {
+    /// The simulator configuration.
+    pub config: Config,
+    /// Logical pages of the simulated device (≥ the trace's).
+    pub logical_pages: u64,
+    /// Logical pages of the traced device (or of the allocation model).
+    pub trace_logical_pages: u64,
+    /// Distinct pages the replay writes or trims.
+    pub footprint_pages: u64,
+    /// Pages of cold data written before the run (stream 0, never touched by the replay).
+    pub cold_pages: u64,
+}
+
+impl DeviceLayout {
+    /// How much larger than the traced device the simulated one is.
+    pub fn scale(&self) -> f64 {
+        self.logical_pages as f64 / self.trace_logical_pages.max(1) as f64
+    }
+}
+
+/// Sizes the device for `replay`: the logical space is the traced device's,
+/// enlarged when needed so that the replay's footprint fits beside
+/// `prefill` of cold data (`⌈footprint / (1 − prefill)⌉`); 4 channels × 4
+/// ways; the paper's 384 pages per block unless that gives fewer than
+/// [`MIN_BLOCKS_PER_STREAM`] blocks per stream, in which case pages per block
+/// are halved until it does (down to 6); blocks from the logical size and OP.
+pub fn layout(replay: &Replay, spec: &DeviceSpec) -> Result<DeviceLayout, String> {
+    if !(0.0..1.0).contains(&spec.prefill) {
+        return Err(format!(
+            "prefill fraction {} is outside [0, 1)",
+            spec.prefill
+        ));
+    }
+    if !(spec.op.is_finite() && spec.op > 0.0) {
+        return Err(format!(
+            "over-provisioning {} must be a positive number",
+            spec.op
+        ));
+    }
+    let fp = replay.footprint_pages;
+    let need = replay
+        .logical_pages
+        .max((fp as f64 / (1.0 - spec.prefill)).ceil() as u64)
+        .max(1);
+    let phys_need = (need as f64 * (1.0 + spec.op)).ceil() as u64;
+    let mut ppb = PAPER_PAGES_PER_BLOCK;
+    let min_blocks = MIN_BLOCKS_PER_STREAM * u64::from(spec.streams.max(1));
+    while ppb > 6 && phys_need.div_ceil(u64::from(ppb)) < min_blocks {
+        ppb /= 2;
+    }
+    let units = u64::from(CHANNELS * WAYS);
+    let first = phys_need.div_ceil(u64::from(ppb)).div_ceil(units).max(1);
+    let mut bpu = first;
+    loop {
+        let config = Config {
+            geometry: Geometry {
+                channels: CHANNELS,
+                ways: WAYS,
+                blocks_per_unit: u32::try_from(bpu).map_err(|_| {
+                    format!("a device of {need} logical pages is too large to simulate")
+                })?,
+                pages_per_block: ppb,
+                page_size: PAGE as u32,
+            },
+            op: spec.op,
+            streams: spec.streams,
+            internal_streams: spec.internal_streams,
+            gc: spec.gc,
+            gc_free_blocks: 2,
+            timing: spec.timing,
+        };
+        let valid = config.validate();
+        if config.logical_pages() >= need && valid.is_ok() {
+            let logical_pages = config.logical_pages();
+            let untouched = logical_pages - fp;
+            let cold = ((logical_pages as f64 * spec.prefill).round() as u64).min(untouched);
+            return Ok(DeviceLayout {
+                config,
+                logical_pages,
+                trace_logical_pages: replay.logical_pages,
+                footprint_pages: fp,
+                cold_pages: cold,
+            });
+        }
+        match valid {
+            Err(ConfigError::TooLittleSpare { .. }) | Ok(()) if bpu < 4 * first + 64 => bpu += 1,
+            Err(e) => return Err(e.to_string()),
+            Ok(()) => return Err(format!("cannot size a device for {need} logical pages")),
+        }
+    }
+}
+
+/// A fresh device of `layout`, aged: the cold pages (the lowest logical
+/// pages the replay never touches) written sequentially to stream 0, then
+/// the counters reset. Policies do not see the cold data.
+pub fn aged_ssd(replay: &Replay, layout: &DeviceLayout) -> Result<Ssd, String> {
+    let mut ssd = Ssd::new(layout.config.clone()).map_err(|e| e.to_string())?;
+    let mut left = layout.cold_pages;
+    let mut lpn = 0u64;
+    while left > 0 && lpn < layout.logical_pages {
+        if !replay.touches(lpn) {
+            ssd.write(lpn, 0).map_err(|e| e.to_string())?;
+            left -= 1;
+        }
+        lpn += 1;
+    }
+    ssd.reset_stats();
+    Ok(ssd)
+}
+
+/// One policy run of [`simulate`].
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct RunResult {
+    /// Policy name.
+    pub policy: String,
+    /// Whether the device had internal GC streams.
+    pub internal_streams: bool,
+    /// The device used.
+    pub layout: DeviceLayout,
+    /// Device statistics after the replay (the cold fill excluded).
+    pub stats: Stats,
+    /// Stream use as placed by the policy.
+    pub counters: RunCounters,
+    /// The policy's own counters (signatures, re-clusterings, ...).
+    pub policy_counters: Vec<(String, u64)>,
+    /// Wall-clock seconds of the replay (aging excluded).
+    pub seconds: f64,
+}
+
+/// One job for [`simulate_all`].
+#[derive(Debug, Clone)]
+pub struct Job<'a> {
+    /// The trace.
+    pub replay: &'a Replay,
+    /// Policy name ([`pcstream_placement::policies::POLICY_NAMES`]).
+    pub policy: String,
+    /// The device.
+    pub spec: DeviceSpec,
+}
+
+/// Sizes and ages a device for `job`, replays the trace through the policy
+/// and collects the statistics.
+pub fn simulate(job: &Job<'_>, policy_cfg: &PolicyConfig) -> Result<RunResult, ReplayError> {
+    let bad = |what: String| ReplayError::Run {
+        policy: job.policy.clone(),
+        what,
+    };
+    let cfg = PolicyConfig {
+        streams: job.spec.streams,
+        ..policy_cfg.clone()
+    };
+    let mut policy = policies::build(&job.policy, &cfg).map_err(|e| bad(e.to_string()))?;
+    let layout = layout(job.replay, &job.spec).map_err(bad)?;
+    let mut ssd = aged_ssd(job.replay, &layout).map_err(bad)?;
+    let t0 = std::time::Instant::now();
+    let counters = run(job.replay, policy.as_mut(), &mut ssd)?;
+    let seconds = t0.elapsed().as_secs_f64();
+    Ok(RunResult {
+        policy: job.policy.clone(),
+        internal_streams: job.spec.internal_streams,
+        layout,
+        stats: ssd.stats(),
+        counters,
+        policy_counters: policy
+            .counters()
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect(),
+        seconds,
+    })
+}
+
+/// Runs every job on `threads` worker threads (each run owns its device and
+/// policy; replays are shared read-only). Results are in job order.
+pub fn simulate_all(
+    jobs: &[Job<'_>],
+    policy_cfg: &PolicyConfig,
+    threads: usize,
+) -> Vec<Result<RunResult, ReplayError>> {
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let slots: Vec<std::sync::Mutex<Option<Result<RunResult, ReplayError>>>> =
+        jobs.iter().map(|_| std::sync::Mutex::new(None)).collect();
+    std::thread::scope(|sc| {
+        for _ in 0..threads.clamp(1, jobs.len().max(1)) {
+            sc.spawn(|| loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some(job) = jobs.get(i) else { break };
+                let r = simulate(job, policy_cfg);
+                *slots[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(r);
+            });
+        }
+    });
+    slots
+        .into_iter()
+        .map(|m| {
+            m.into_inner()
+                .unwrap_or_else(|e| e.into_inner())
+                .expect("every job ran")
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -976,7 +1228,7 @@ mod tests {
         assert_eq!(r.death(0), Some(3));
         assert_eq!(r.death(3), None);
         assert_eq!(r.footprint_pages, 3);
-        assert_eq!(r.peak_live_pages, 3);
+        assert_eq!(r.peak_live_pages, 2);
         assert!(r.touches(5) && !r.touches(4));
         assert_eq!(r.host_pages(), 4);
     }
