@@ -1,0 +1,125 @@
+//! Replay speed: a synthetic trace of 10 million device page writes through
+//! every placement policy, each on its own aged device (90% cold data, 7% OP,
+//! 9 streams), two runs at a time — exactly what `pcstreamctl compare` does.
+//!
+//! `cargo bench -p ftl-sim --bench replay` prints one row per run and the
+//! wall-clock total (the acceptance budget is one minute). Environment:
+//! `REPLAY_WRITES` (default 10000000), `REPLAY_THREADS` (default 2),
+//! `REPLAY_INTERNAL` = `off` (default), `on` or `both`.
+//!
+//! The workload: 8 lifetime classes, each an in-place-updated region of
+//! 2^10..2^17 pages written at the same rate in sequential runs of 16 pages
+//! (so page lifetimes span ~8 K to ~1 M pages), 4 signatures per class.
+
+use std::time::Instant;
+
+use ftl_sim::replay::{simulate_all, DeviceSpec, Job, Op, Replay, Source, WriteClass};
+use pcstream_placement::policies::{PolicyConfig, POLICY_NAMES};
+use rand::{Rng, SeedableRng};
+use rand_xoshiro::Xoshiro256PlusPlus;
+
+fn env_or<T: std::str::FromStr>(key: &str, default: T) -> T {
+    std::env::var(key)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+fn workload(writes: u64) -> Replay {
+    const CLASSES: u64 = 8;
+    const RUN: u32 = 16;
+    let sizes: Vec<u64> = (0..CLASSES).map(|k| 1u64 << (10 + k)).collect();
+    let bases: Vec<u64> = sizes
+        .iter()
+        .scan(0u64, |acc, &s| {
+            let b = *acc;
+            *acc += s;
+            Some(b)
+        })
+        .collect();
+    let logical: u64 = sizes.iter().sum();
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(42);
+    let mut ops = Vec::with_capacity((writes / u64::from(RUN)) as usize);
+    let mut written = 0u64;
+    while written < writes {
+        let k = rng.random_range(0..CLASSES) as usize;
+        let off = rng.random_range(0..sizes[k] / u64::from(RUN)) * u64::from(RUN);
+        let sig = 0x1000 + (k as u64) * 4 + rng.random_range(0..4u64);
+        ops.push(Op::Write {
+            lpn: bases[k] + off,
+            pages: RUN,
+            file: Some((1, k as u64 + 1)),
+            file_page: off,
+            signature: Some(sig),
+            app_hint: 0,
+            class: WriteClass::Data,
+        });
+        written += u64::from(RUN);
+    }
+    Replay::from_ops(ops, logical, Source::FsModel).expect("valid ops")
+}
+
+fn main() {
+    let writes: u64 = env_or("REPLAY_WRITES", 10_000_000);
+    let threads: usize = env_or("REPLAY_THREADS", 2);
+    let internal: String = env_or("REPLAY_INTERNAL", "off".to_string());
+    let modes: &[bool] = match internal.as_str() {
+        "on" => &[true],
+        "both" => &[false, true],
+        _ => &[false],
+    };
+    let t0 = Instant::now();
+    let replay = workload(writes);
+    let build_s = t0.elapsed().as_secs_f64();
+    let mut jobs = Vec::new();
+    for &internal_streams in modes {
+        for p in POLICY_NAMES {
+            jobs.push(Job {
+                replay: &replay,
+                policy: p.to_string(),
+                spec: DeviceSpec {
+                    internal_streams,
+                    ..DeviceSpec::default()
+                },
+            });
+        }
+    }
+    let t1 = Instant::now();
+    let results = simulate_all(&jobs, &PolicyConfig::default(), threads);
+    let run_s = t1.elapsed().as_secs_f64();
+    println!(
+        "replay of {} device page writes ({} pages footprint), {} runs on {threads} threads",
+        replay.host_pages(),
+        replay.footprint_pages,
+        jobs.len()
+    );
+    println!(
+        "{:<16} {:>8} {:>8} {:>10} {:>12} {:>14}",
+        "policy", "internal", "WAF", "replay s", "Mpages/s", "flash Mpg/s"
+    );
+    for r in &results {
+        let r = r.as_ref().expect("run succeeds");
+        let flash = r.stats.host_pages + r.stats.gc_pages;
+        println!(
+            "{:<16} {:>8} {:>8.3} {:>10.2} {:>12.2} {:>14.2}",
+            r.policy,
+            if r.internal_streams { "on" } else { "off" },
+            r.stats.waf,
+            r.seconds,
+            r.stats.host_pages as f64 / r.seconds / 1e6,
+            flash as f64 / r.seconds / 1e6,
+        );
+    }
+    let g = &results[0].as_ref().expect("run").layout;
+    println!(
+        "device: {} logical pages ({} cold), {} pages/block, {} blocks",
+        g.logical_pages,
+        g.cold_pages,
+        g.config.geometry.pages_per_block,
+        g.config.geometry.blocks()
+    );
+    println!(
+        "trace build {build_s:.2} s; all runs (aging included) {run_s:.2} s wall; total {:.2} s",
+        t0.elapsed().as_secs_f64()
+    );
+}
