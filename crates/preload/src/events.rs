@@ -63,33 +63,46 @@ impl<'a> Enc<'a> {
     }
 
     /// Raw bytes.
+    #[inline(always)]
     pub fn raw(&mut self, b: &[u8]) {
         if self.overflow || self.buf.len() - self.pos < b.len() {
             self.overflow = true;
             return;
         }
-        self.buf[self.pos..self.pos + b.len()].copy_from_slice(b);
+        if b.len() <= 16 {
+            // Short copies inline (a memcpy call costs more than the copy).
+            for (d, s) in self.buf[self.pos..self.pos + b.len()].iter_mut().zip(b) {
+                *d = *s;
+            }
+        } else {
+            self.buf[self.pos..self.pos + b.len()].copy_from_slice(b);
+        }
         self.pos += b.len();
     }
 
     /// A varint.
+    #[inline(always)]
     pub fn varint(&mut self, mut v: u64) {
-        let mut tmp = [0u8; 10];
-        let mut i = 0;
-        while v >= 0x80 {
-            tmp[i] = (v as u8) | 0x80;
-            v >>= 7;
-            i += 1;
+        if self.overflow || self.buf.len() - self.pos < varint_len(v) {
+            self.overflow = true;
+            return;
         }
-        tmp[i] = v as u8;
-        self.raw(&tmp[..=i]);
+        while v >= 0x80 {
+            self.buf[self.pos] = (v as u8) | 0x80;
+            v >>= 7;
+            self.pos += 1;
+        }
+        self.buf[self.pos] = v as u8;
+        self.pos += 1;
     }
 
+    #[inline(always)]
     fn key(&mut self, field: u32, wire_type: u32) {
         self.varint(((field << 3) | wire_type) as u64);
     }
 
     /// A varint field (omitted when 0, as proto3 does).
+    #[inline(always)]
     pub fn uint(&mut self, field: u32, v: u64) {
         if v != 0 {
             self.key(field, 0);
@@ -98,11 +111,13 @@ impl<'a> Enc<'a> {
     }
 
     /// An int32 field (negative values take 10 bytes, as proto3 does).
+    #[inline(always)]
     pub fn int32(&mut self, field: u32, v: i32) {
         self.uint(field, v as i64 as u64);
     }
 
     /// A bool field.
+    #[inline(always)]
     pub fn boolean(&mut self, field: u32, v: bool) {
         self.uint(field, v as u64);
     }
@@ -123,17 +138,35 @@ impl<'a> Enc<'a> {
         self.raw(b);
     }
 
-    /// A nested message encoded by `f` into an `N`-byte stack buffer.
-    pub fn message<const N: usize>(&mut self, field: u32, f: impl FnOnce(&mut Enc<'_>)) {
-        let mut scratch = [0u8; N];
-        let mut inner = Enc::new(&mut scratch);
-        f(&mut inner);
-        if !inner.ok() {
+    /// A nested message encoded in place by `f`: one length byte is
+    /// reserved and the body shifted in the rare case it needs more.
+    #[inline(always)]
+    pub fn message(&mut self, field: u32, f: impl FnOnce(&mut Self)) {
+        self.key(field, 2);
+        let at = self.pos;
+        self.raw(&[0]);
+        if self.overflow {
+            return;
+        }
+        f(self);
+        if self.overflow {
+            return;
+        }
+        let n = self.pos - at - 1;
+        if n < 0x80 {
+            self.buf[at] = n as u8;
+            return;
+        }
+        let vl = varint_len(n as u64);
+        if self.buf.len() - self.pos < vl - 1 {
             self.overflow = true;
             return;
         }
-        let n = inner.pos;
-        self.bytes_always(field, &scratch[..n]);
+        self.buf.copy_within(at + 1..self.pos, at + vl);
+        let end = self.pos + vl - 1;
+        self.pos = at;
+        self.varint(n as u64);
+        self.pos = end;
     }
 }
 
@@ -150,8 +183,9 @@ pub struct FileId {
     pub ino: u64,
 }
 
+#[inline(always)]
 fn file_id(e: &mut Enc<'_>, field: u32, f: FileId) {
-    e.message::<24>(field, |e| {
+    e.message(field, |e| {
         e.uint(1, f.dev);
         e.uint(2, f.ino);
     });
@@ -261,7 +295,7 @@ pub fn encode_event(e: &mut Enc<'_>, time_ns: u64, tid: u32, kind: &Kind<'_>) {
             stream,
             hint,
             call,
-        } => e.message::<96>(10, |e| {
+        } => e.message(10, |e| {
             file_id(e, 1, file);
             e.uint(2, offset);
             e.uint(3, len);
@@ -275,7 +309,7 @@ pub fn encode_event(e: &mut Enc<'_>, time_ns: u64, tid: u32, kind: &Kind<'_>) {
             kind,
             offset,
             len,
-        } => e.message::<64>(11, |e| {
+        } => e.message(11, |e| {
             file_id(e, 1, file);
             e.uint(2, kind as u64);
             e.uint(3, offset);
@@ -287,7 +321,7 @@ pub fn encode_event(e: &mut Enc<'_>, time_ns: u64, tid: u32, kind: &Kind<'_>) {
             accepted,
             errno,
             repaired,
-        } => e.message::<64>(12, |e| {
+        } => e.message(12, |e| {
             file_id(e, 1, file);
             e.uint(2, requested);
             e.boolean(3, accepted);
@@ -298,10 +332,10 @@ pub fn encode_event(e: &mut Enc<'_>, time_ns: u64, tid: u32, kind: &Kind<'_>) {
             signature,
             frames,
             method,
-        } => e.message::<512>(13, |e| {
+        } => e.message(13, |e| {
             e.uint(1, signature);
             for &(key, offset) in frames {
-                e.message::<24>(2, |e| {
+                e.message(2, |e| {
                     e.uint(1, key);
                     e.uint(2, offset);
                 });
@@ -313,13 +347,13 @@ pub fn encode_event(e: &mut Enc<'_>, time_ns: u64, tid: u32, kind: &Kind<'_>) {
             build_id,
             path,
             size,
-        } => e.message::<{ MAX_PATH + 128 }>(14, |e| {
+        } => e.message(14, |e| {
             e.uint(1, key);
             e.bytes_field(2, &build_id[..build_id.len().min(64)]);
             e.bytes_field(3, trunc(path));
             e.uint(4, size);
         }),
-        Kind::Open { file, path, flags } => e.message::<{ MAX_PATH + 64 }>(15, |e| {
+        Kind::Open { file, path, flags } => e.message(15, |e| {
             file_id(e, 1, file);
             e.bytes_field(2, trunc(path));
             e.int32(3, flags);
@@ -360,6 +394,34 @@ const IDLE: u32 = 1;
 const BUSY: u32 = 2;
 const SWEEP: u32 = 3;
 
+/// Longest coalesced write run (the daemon's live-data chunk size).
+pub const MAX_RUN: u64 = 1 << 20;
+
+/// Consecutive writes of one thread that continue each other (same file,
+/// signature, stream, hint and call; each starting where the previous one
+/// ended) are reported as one `WriteEvent` (time = the first write's), up to
+/// [`MAX_RUN`] bytes or until anything else happens on the thread: a
+/// sequential writer costs one event per run instead of one per call.
+#[derive(Debug, Clone, Copy)]
+struct Run {
+    active: bool,
+    time: u64,
+    tid: u32,
+    conts: u32,
+    file: FileId,
+    /// offset, len, signature, stream, hint, call.
+    w: [u64; 6],
+}
+
+const NO_RUN: Run = Run {
+    active: false,
+    time: 0,
+    tid: 0,
+    conts: 0,
+    file: FileId { dev: 0, ino: 0 },
+    w: [0; 6],
+};
+
 struct Slot {
     state: AtomicU32,
     tid: AtomicU32,
@@ -367,6 +429,7 @@ struct Slot {
     len: UnsafeCell<usize>,
     count: UnsafeCell<u32>,
     first_ns: UnsafeCell<u64>,
+    run: UnsafeCell<Run>,
     buf: UnsafeCell<[u8; BATCH]>,
 }
 
@@ -381,6 +444,7 @@ const EMPTY: Slot = Slot {
     len: UnsafeCell::new(0),
     count: UnsafeCell::new(0),
     first_ns: UnsafeCell::new(0),
+    run: UnsafeCell::new(NO_RUN),
     buf: UnsafeCell::new([0; BATCH]),
 };
 
@@ -418,16 +482,9 @@ pub fn tid() -> u32 {
     t
 }
 
-/// `CLOCK_MONOTONIC` in nanoseconds (vDSO, no syscall).
-#[inline]
+/// `CLOCK_MONOTONIC` in nanoseconds (precise).
 pub fn now_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes the timespec we pass.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+    crate::clock::precise_ns()
 }
 
 fn thread_alive(tid: u32) -> bool {
@@ -468,6 +525,7 @@ fn claim(tid: u32) -> u32 {
 /// Sends/records the slot's events and empties it. The caller owns the slot
 /// (BUSY or SWEEP).
 fn flush_locked(s: &Slot) {
+    close_run(s);
     // SAFETY: the caller owns the slot's cells (state protocol).
     let (len, count, buf) = unsafe { (&mut *s.len.get(), &mut *s.count.get(), &*s.buf.get()) };
     if *len > 0 {
@@ -477,52 +535,265 @@ fn flush_locked(s: &Slot) {
     *count = 0;
 }
 
-/// Adds one event to this thread's batch (flushing it when full or old).
-/// `flush_ns`: the age after which the batch is flushed; `force`: flush now.
-pub fn push(kind: &Kind<'_>, flush_ns: u64, force: bool) {
-    let now = now_ns();
-    let tid = tid();
-    if let Kind::Process { .. } = kind {
-        // Not a hot-path event (start/fork/exit): argv may be long.
-        let mut heap = vec![0u8; BATCH];
-        let mut e = Enc::new(&mut heap);
-        encode_event(&mut e, now, tid, kind);
-        if e.ok() {
-            append(e.bytes(), now, flush_ns, force);
+/// Encodes the slot's pending write run (if any) at the end of its batch,
+/// emitting the batch first when it is full. The caller owns the slot.
+fn close_run(s: &Slot) {
+    // SAFETY: the caller owns the slot's cells (state protocol).
+    let (len, count, first, run, buf) = unsafe {
+        (
+            &mut *s.len.get(),
+            &mut *s.count.get(),
+            &mut *s.first_ns.get(),
+            &mut *s.run.get(),
+            &mut *s.buf.get(),
+        )
+    };
+    if !run.active {
+        return;
+    }
+    run.active = false;
+    if let Some(n) = encode_write_entry(&mut buf[*len..], run.time, run.tid, run.file, &run.w) {
+        *len += n;
+        *count += 1;
+        return;
+    }
+    if *len > 0 {
+        record::emit_batch(&buf[..*len], *count);
+    }
+    *len = 0;
+    *count = 0;
+    match encode_write_entry(&mut buf[..], run.time, run.tid, run.file, &run.w) {
+        Some(n) => {
+            *len = n;
+            *count = 1;
+            *first = run.time;
+        }
+        None => count_dropped(1),
+    }
+}
+
+/// Adds a write to this thread's batch, extending the pending run when it
+/// continues it (no clock read, no encoding).
+#[inline]
+fn append_write(tid: u32, flush_ns: u64, force: bool, file: FileId, w: [u64; 6]) {
+    let Some(s) = acquire(tid) else {
+        count_dropped(1);
+        return;
+    };
+    // SAFETY: we moved the slot to BUSY: its cells are ours until we release it.
+    let (len, first, run) = unsafe { (&*s.len.get(), &mut *s.first_ns.get(), &mut *s.run.get()) };
+    let continues = run.active
+        && run.file == file
+        && run.w[2..] == w[2..]
+        && run.w[0].wrapping_add(run.w[1]) == w[0]
+        && run.w[1] + w[1] <= MAX_RUN;
+    let now;
+    if continues {
+        run.w[1] += w[1];
+        run.conts = run.conts.wrapping_add(1);
+        if !force && run.conts % 64 != 0 {
+            s.state.store(IDLE, Ordering::Release);
+            return;
+        }
+        now = crate::clock::now_ns();
+    } else {
+        close_run(s);
+        // SAFETY: as above (close_run returned the borrow).
+        let len = unsafe { *s.len.get() };
+        now = if len == 0 {
+            let t = crate::clock::anchor_ns();
+            *first = t;
+            t
         } else {
-            count_dropped(1);
+            crate::clock::now_ns()
+        };
+        *run = Run {
+            active: true,
+            time: now,
+            tid,
+            conts: 0,
+            file,
+            w,
+        };
+    }
+    let _ = len;
+    if force || now.saturating_sub(*first) >= flush_ns {
+        flush_locked(s);
+        s.state.store(IDLE, Ordering::Release);
+        if !force {
+            sweep(Some(now.saturating_sub(flush_ns)));
         }
         return;
     }
-    let mut scratch = [0u8; MAX_PATH + 256];
-    let mut e = Enc::new(&mut scratch);
-    encode_event(&mut e, now, tid, kind);
-    if !e.ok() {
-        count_dropped(1);
-        return;
-    }
-    append(e.bytes(), now, flush_ns, force);
+    s.state.store(IDLE, Ordering::Release);
 }
 
-fn append(ev: &[u8], now: u64, flush_ns: u64, force: bool) {
-    let tid = tid();
+/// Takes this thread's slot (claiming one on first use); `None` when the
+/// pool is full or the slot is being flushed by another thread.
+#[inline]
+fn acquire(tid: u32) -> Option<&'static Slot> {
     let mut idx = MY_SLOT.with(|c| c.get());
     if idx == NO_SLOT {
         idx = claim(tid);
         MY_SLOT.with(|c| c.set(idx));
     }
-    let Some(s) = POOL.get(idx as usize) else {
+    let s = POOL.get(idx as usize)?;
+    s.state
+        .compare_exchange(IDLE, BUSY, Ordering::Acquire, Ordering::Relaxed)
+        .ok()?;
+    Some(s)
+}
+
+/// Adds one event to this thread's batch (flushing it when full or old).
+/// `flush_ns`: the age after which the batch is flushed; `force`: flush now.
+///
+/// The event is encoded in place at the end of the batch, so nothing is
+/// copied or zeroed on the way.
+pub fn push(kind: &Kind<'_>, flush_ns: u64, force: bool) {
+    let tid = tid();
+    if let Kind::Process { .. } = kind {
+        // Not a hot-path event (start/fork/exit): argv may be long.
+        let now = crate::clock::anchor_ns();
+        let mut heap = vec![0u8; BATCH];
+        let mut e = Enc::new(&mut heap);
+        encode_event(&mut e, now, tid, kind);
+        if !e.ok() {
+            count_dropped(1);
+            return;
+        }
+        let n = e.pos;
+        append_with(tid, flush_ns, force, |buf, _| {
+            let mut e = Enc::new(buf);
+            e.message(3, |e| e.raw(&heap[..n]));
+            e.ok().then_some(e.pos)
+        });
+        return;
+    }
+    if let Kind::Write {
+        file,
+        offset,
+        len,
+        signature,
+        stream,
+        hint,
+        call,
+    } = *kind
+    {
+        let w = [
+            offset,
+            len,
+            signature,
+            stream as u64,
+            hint as u64,
+            call as u64,
+        ];
+        append_write(tid, flush_ns, force, file, w);
+        return;
+    }
+    append_with(tid, flush_ns, force, |buf, now| {
+        let mut e = Enc::new(buf);
+        e.message(3, |e| encode_event(e, now, tid, kind));
+        e.ok().then_some(e.pos)
+    });
+}
+
+/// Size of a varint field (0 when the value is 0: proto3 omits it).
+#[inline(always)]
+const fn field_len(v: u64) -> usize {
+    if v == 0 {
+        0
+    } else {
+        1 + varint_len(v)
+    }
+}
+
+/// Writes bytes into a buffer whose capacity was checked up front.
+struct Put {
+    p: *mut u8,
+}
+
+impl Put {
+    #[inline(always)]
+    fn byte(&mut self, b: u8) {
+        // SAFETY: the caller checked the capacity for everything it writes.
+        unsafe {
+            self.p.write(b);
+            self.p = self.p.add(1);
+        }
+    }
+
+    #[inline(always)]
+    fn varint(&mut self, mut v: u64) {
+        while v >= 0x80 {
+            self.byte(v as u8 | 0x80);
+            v >>= 7;
+        }
+        self.byte(v as u8);
+    }
+
+    #[inline(always)]
+    fn uint(&mut self, key: u8, v: u64) {
+        if v != 0 {
+            self.byte(key);
+            self.varint(v);
+        }
+    }
+}
+
+/// The hot path's encoder: one `EventBatch.events` entry holding a
+/// `WriteEvent`, sizes computed first so the bytes go out in one pass with a
+/// single capacity check. `w` = offset, len, signature, stream, hint, call.
+/// Produces exactly what [`encode_event`] produces (tested).
+#[inline]
+pub fn encode_write_entry(
+    buf: &mut [u8],
+    now: u64,
+    tid: u32,
+    f: FileId,
+    w: &[u64; 6],
+) -> Option<usize> {
+    let fsz = field_len(f.dev) + field_len(f.ino);
+    let wsz = 2 + fsz + w.iter().map(|&v| field_len(v)).sum::<usize>();
+    let esz = field_len(now) + field_len(tid as u64) + 1 + varint_len(wsz as u64) + wsz;
+    let total = 1 + varint_len(esz as u64) + esz;
+    if buf.len() < total {
+        return None;
+    }
+    let mut p = Put {
+        p: buf.as_mut_ptr(),
+    };
+    p.byte(0x1a); // EventBatch.events
+    p.varint(esz as u64);
+    p.uint(0x08, now); // Event.time_ns
+    p.uint(0x10, tid as u64); // Event.tid
+    p.byte(0x52); // Event.write (field 10, length-delimited)
+    p.varint(wsz as u64);
+    p.byte(0x0a); // WriteEvent.file
+    p.byte(fsz as u8);
+    p.uint(0x08, f.dev);
+    p.uint(0x10, f.ino);
+    for (i, &v) in w.iter().enumerate() {
+        p.uint(((i as u8 + 2) << 3) | 0, v); // WriteEvent fields 2..=7, varint
+    }
+    Some(total)
+}
+
+/// Appends one `EventBatch.events` entry (tag and length included) that
+/// `enc(buf, now)` writes at the start of `buf`, returning its size (`None`:
+/// it did not fit).
+#[inline]
+fn append_with(
+    tid: u32,
+    flush_ns: u64,
+    force: bool,
+    enc: impl Fn(&mut [u8], u64) -> Option<usize>,
+) {
+    let Some(s) = acquire(tid) else {
         count_dropped(1);
         return;
     };
-    if s.state
-        .compare_exchange(IDLE, BUSY, Ordering::Acquire, Ordering::Relaxed)
-        .is_err()
-    {
-        count_dropped(1);
-        return;
-    }
-    // SAFETY: we moved the slot to BUSY: its cells are ours until we release it.
+    close_run(s); // keep the thread's events in order
+                  // SAFETY: we moved the slot to BUSY: its cells are ours until we release it.
     let (len, count, first, buf) = unsafe {
         (
             &mut *s.len.get(),
@@ -531,20 +802,25 @@ fn append(ev: &[u8], now: u64, flush_ns: u64, force: bool) {
             &mut *s.buf.get(),
         )
     };
-    let need = 1 + varint_len(ev.len() as u64) + ev.len();
-    if *len + need > BATCH {
-        flush_locked(s);
-    }
-    if need <= BATCH {
+    let mut now = 0;
+    for attempt in 0..2 {
         if *len == 0 {
+            now = crate::clock::anchor_ns();
             *first = now;
+        } else if attempt == 0 {
+            now = crate::clock::now_ns();
         }
-        let mut out = Enc::new(&mut buf[*len..]);
-        out.bytes_always(3, ev);
-        *len += out.pos;
-        *count += 1;
-    } else {
-        count_dropped(1);
+        let start = *len;
+        if let Some(n) = enc(&mut buf[start..], now) {
+            *len = start + n;
+            *count += 1;
+            break;
+        } else if start > 0 && attempt == 0 {
+            flush_locked(s); // full: flush, retry once in the empty batch
+        } else {
+            count_dropped(1);
+            break;
+        }
     }
     if force || now.saturating_sub(*first) >= flush_ns {
         flush_locked(s);
@@ -585,8 +861,8 @@ pub fn sweep(older_than: Option<u64>) {
             continue;
         }
         // SAFETY: SWEEP gives us the slot's cells.
-        let (len, first) = unsafe { (*s.len.get(), *s.first_ns.get()) };
-        if len > 0 && older_than.is_none_or(|t| first <= t) {
+        let (len, first, run) = unsafe { (*s.len.get(), *s.first_ns.get(), (*s.run.get()).active) };
+        if (len > 0 || run) && older_than.is_none_or(|t| first <= t) {
             flush_locked(s);
         }
         s.state.store(IDLE, Ordering::Release);
@@ -601,12 +877,14 @@ pub fn after_fork_child() {
         unsafe {
             *s.len.get() = 0;
             *s.count.get() = 0;
+            *s.run.get() = NO_RUN;
         }
         s.state.store(FREE, Ordering::Relaxed);
         s.tid.store(0, Ordering::Relaxed);
     }
     MY_SLOT.with(|c| c.set(NO_SLOT));
     MY_TID.with(|c| c.set(0));
+    crate::clock::reset_thread();
     DROPPED.store(0, Ordering::Relaxed);
 }
 
@@ -706,6 +984,55 @@ mod tests {
         };
         assert_eq!(o.path.len(), MAX_PATH);
         assert_eq!(o.flags, -1);
+    }
+
+    #[test]
+    fn fast_write_encoder_matches_the_generic_one() {
+        let cases = [
+            (FileId { dev: 0, ino: 5 }, [0u64, 4096, 77, 0, 0, 1]),
+            (
+                FileId {
+                    dev: 2049,
+                    ino: 1 << 40,
+                },
+                [1 << 50, 1, u64::MAX, 4, 5, 5],
+            ),
+            (FileId::default(), [0; 6]),
+        ];
+        for (file, w) in cases {
+            let mut fast = [0u8; 256];
+            let n = encode_write_entry(&mut fast, 99, 7, file, &w).unwrap();
+            let mut slow = [0u8; 256];
+            let mut e = Enc::new(&mut slow);
+            let call = match w[5] {
+                1 => WriteCall::Write,
+                5 => WriteCall::Fwrite,
+                _ => WriteCall::Write,
+            };
+            let mut w2 = w;
+            w2[5] = call as u64;
+            e.message(3, |e| {
+                encode_event(
+                    e,
+                    99,
+                    7,
+                    &Kind::Write {
+                        file,
+                        offset: w[0],
+                        len: w[1],
+                        signature: w[2],
+                        stream: w[3] as u32,
+                        hint: w[4] as u32,
+                        call,
+                    },
+                )
+            });
+            let mut fast2 = [0u8; 256];
+            let n2 = encode_write_entry(&mut fast2, 99, 7, file, &w2).unwrap();
+            assert_eq!(&fast2[..n2], e.bytes(), "{file:?} {w:?}");
+            assert!(n > 0);
+            assert!(encode_write_entry(&mut fast[..n2 - 1], 99, 7, file, &w2).is_none());
+        }
     }
 
     #[test]

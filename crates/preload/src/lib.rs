@@ -12,11 +12,12 @@
 //! [`track`] (what each call means). The hard problems each have a module:
 //! [`real`] (the libc functions behind ours), [`signature`] (frame-pointer
 //! walk and stack scan), [`modules`] (loaded objects and build-ids),
-//! [`hint`] (mapping and per-inode hint cache), [`files`] (per-descriptor
+//! [`clock`] (cheap event timestamps), [`hint`] (mapping and per-inode hint cache), [`files`] (per-descriptor
 //! knowledge), [`events`] (protobuf encoding and per-thread batches),
 //! [`record`] (trace file and daemon socket), [`state`] (life cycle,
 //! re-entrancy guard, fork), [`config`] (environment options).
 
+pub mod clock;
 pub mod config;
 pub mod events;
 pub mod files;

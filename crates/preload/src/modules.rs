@@ -23,9 +23,10 @@ pub struct Module {
     /// Load bias (`dlpi_addr`): frame offsets are relative to it.
     pub base: usize,
     /// Path of the file (`/proc/self/exe` resolved for the main program).
-    pub path: Box<[u8]>,
+    /// Leaked like the tables that hold it.
+    pub path: &'static [u8],
     /// GNU build-id descriptor, empty when absent.
-    pub build_id: Box<[u8]>,
+    pub build_id: &'static [u8],
     /// File size in bytes (0 when it cannot be stat'ed, e.g. the vDSO).
     pub size: u64,
     /// Whether this process already emitted the module's `ModuleInfo`.
@@ -50,6 +51,8 @@ pub struct Table {
     pub modules: Box<[Module]>,
     lo: usize,
     hi: usize,
+    /// Generation: increases with every refresh (signature caches key on it).
+    pub gen: u64,
 }
 
 /// Where an address lies.
@@ -82,6 +85,13 @@ impl Table {
             offset: (addr - module.base) as u64,
             range_end: r.end,
         })
+    }
+
+    /// Whether `addr` lies between the lowest and highest code address (a
+    /// cheap pre-filter; [`Table::lookup`] decides).
+    #[inline(always)]
+    pub fn maybe_code(&self, addr: usize) -> bool {
+        addr >= self.lo && addr < self.hi
     }
 
     /// Number of modules.
@@ -232,8 +242,8 @@ unsafe extern "C" fn collect_one(
         c.modules.push(Module {
             key,
             base,
-            path: path.into_boxed_slice(),
-            build_id: bid.into_boxed_slice(),
+            path: Box::leak(path.into_boxed_slice()),
+            build_id: Box::leak(bid.into_boxed_slice()),
             size,
             sent: AtomicBool::new(false),
             own,
@@ -273,6 +283,7 @@ pub fn refresh() {
         modules: c.modules.into_boxed_slice(),
         lo,
         hi,
+        gen: table().map_or(1, |t| t.gen + 1),
     });
     TABLE.store(Box::into_raw(t), Ordering::Release);
 }

@@ -20,9 +20,10 @@
 //! makes a syscall on the fast path.
 
 use crate::config::{Unwind, MAX_FRAMES};
-use crate::modules::{Module, Table};
-use pcstream_placement::signature::{Signature, SignatureBuilder};
+use crate::modules::Table;
+use pcstream_placement::signature::{mix64, Signature, SignatureBuilder};
 use std::cell::Cell;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// How the frames of a capture were obtained (wire `UnwindMethod`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -45,14 +46,12 @@ pub struct Params {
 }
 
 /// One normalised frame.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Frame {
     /// Module identity.
     pub key: u64,
     /// Runtime address − load bias.
     pub offset: u64,
-    /// The module (for `ModuleInfo`).
-    pub module: &'static Module,
 }
 
 /// A captured program context.
@@ -60,18 +59,49 @@ pub struct Frame {
 pub struct Captured {
     /// Hash of the frames.
     pub signature: Signature,
-    /// Frames, innermost first; `n` are valid.
-    pub frames: [Option<Frame>; MAX_FRAMES],
+    /// Frames, innermost first; the first `n` are valid.
+    pub frames: [Frame; MAX_FRAMES],
     /// Number of valid frames.
     pub n: usize,
     /// How they were obtained.
     pub method: Method,
+    /// Whether the signature came from the signature cache: `frames` are
+    /// then not filled in (only first sightings need them).
+    pub cached: bool,
+    /// Whether frames of the shim itself were skipped (the result then
+    /// depends on more stack than its frames show; never cached).
+    skipped: bool,
+}
+
+impl Captured {
+    /// An empty capture.
+    pub const fn new() -> Self {
+        Captured {
+            signature: Signature(0),
+            frames: [Frame { key: 0, offset: 0 }; MAX_FRAMES],
+            n: 0,
+            method: Method::FramePointer,
+            cached: false,
+            skipped: false,
+        }
+    }
+}
+
+impl Default for Captured {
+    fn default() -> Self {
+        Captured::new()
+    }
 }
 
 impl Captured {
     /// The valid frames.
     pub fn frames(&self) -> impl Iterator<Item = &Frame> {
-        self.frames[..self.n].iter().flatten()
+        let n = if self.cached {
+            0
+        } else {
+            self.n.min(MAX_FRAMES)
+        };
+        self.frames[..n].iter()
     }
 }
 
@@ -253,23 +283,223 @@ unsafe fn word(p: usize) -> usize {
 /// # Safety
 /// `record` must point to two readable words on the current thread's stack.
 #[inline]
-pub unsafe fn capture(table: &'static Table, record: *const usize, p: Params) -> Captured {
-    let mut out = Captured {
-        signature: Signature(0),
-        frames: [None; MAX_FRAMES],
+pub unsafe fn capture(table: &Table, record: *const usize, p: Params) -> Captured {
+    let mut out = Captured::new();
+    // SAFETY: forwarded caller contract.
+    unsafe { capture_into(table, record, p, &mut out) };
+    out
+}
+
+/// [`capture`] into a caller-provided [`Captured`] (no copy of the result).
+///
+/// # Safety
+/// As [`capture`].
+#[inline]
+pub unsafe fn capture_into(table: &Table, record: *const usize, p: Params, out: &mut Captured) {
+    out.n = 0;
+    out.method = Method::FramePointer;
+    out.cached = false;
+    out.skipped = false;
+    let k = p.frames.clamp(1, MAX_FRAMES);
+    if p.unwind != Unwind::Scan && k <= CACHED_FRAMES {
+        // SAFETY: forwarded caller contract.
+        if let Some(raw) = unsafe { raw_chain(table, record, k) } {
+            if let Some((sig, n)) = cache_get(&raw, table.gen) {
+                out.signature = sig;
+                out.n = n;
+                out.cached = true;
+                return;
+            }
+            // SAFETY: forwarded caller contract.
+            unsafe { walk(table, record, p, out) };
+            finish(out);
+            if out.method == Method::FramePointer && !out.skipped && out.n == raw.n {
+                cache_put(&raw, out, table.gen);
+            }
+            return;
+        }
+    }
+    // SAFETY: forwarded caller contract.
+    unsafe { walk(table, record, p, out) };
+    finish(out);
+}
+
+// ---------------------------------------------------------------------------
+// Signature cache
+// ---------------------------------------------------------------------------
+//
+// The expensive part of a capture is normalising each return address (module
+// lookup). Within a process the raw addresses of a call path never change,
+// so a frame-pointer chain's raw return addresses key a small global cache of
+// finished signatures. Entries are seqlocked (writers never wait: a busy
+// entry is simply not updated), so readers in signal handlers are safe.
+
+/// Most frames a cached signature can have.
+pub const CACHED_FRAMES: usize = 8;
+const CACHE_ENTRIES: usize = 1024;
+
+/// Raw return addresses of a frame-pointer chain.
+#[derive(Debug, Clone, Copy)]
+struct Raw {
+    addrs: [usize; CACHED_FRAMES],
+    n: usize,
+    hash: u64,
+}
+
+struct Entry {
+    seq: AtomicU64,
+    hash: AtomicU64,
+    signature: AtomicU64,
+    /// n | gen << 8.
+    meta: AtomicU64,
+    addrs: [AtomicU64; CACHED_FRAMES],
+}
+
+#[allow(clippy::declare_interior_mutable_const)]
+const EMPTY_ENTRY: Entry = {
+    #[allow(clippy::declare_interior_mutable_const)]
+    const Z: AtomicU64 = AtomicU64::new(0);
+    Entry {
+        seq: Z,
+        hash: Z,
+        signature: Z,
+        meta: Z,
+        addrs: [Z; CACHED_FRAMES],
+    }
+};
+
+static CACHE: [Entry; CACHE_ENTRIES] = [EMPTY_ENTRY; CACHE_ENTRIES];
+
+/// Collects the raw return addresses of a clean frame-pointer chain (K of
+/// them, or fewer when the chain ends with a zero link). `None` when the
+/// chain breaks first (the full capture will scan; not cacheable).
+///
+/// # Safety
+/// As [`capture`].
+#[inline(always)]
+unsafe fn raw_chain(table: &Table, record: *const usize, k: usize) -> Option<Raw> {
+    let rec = record as usize;
+    let (_, hi) = stack_bounds(rec);
+    if rec & 7 != 0 || rec + 16 > hi {
+        return None;
+    }
+    let mut raw = Raw {
+        addrs: [0; CACHED_FRAMES],
         n: 0,
-        method: Method::FramePointer,
+        hash: 0x7063_7374,
     };
+    // SAFETY: rec..rec+16 is inside the stack (checked above).
+    let (mut fp, ret0) = unsafe { (word(rec), word(rec + 8)) };
+    if !table.maybe_code(ret0) {
+        return None;
+    }
+    raw.addrs[0] = ret0;
+    raw.n = 1;
+    let mut prev = rec;
+    while raw.n < k {
+        if fp == 0 {
+            break;
+        }
+        if fp <= prev || fp & 7 != 0 || fp + 16 > hi {
+            return None;
+        }
+        // SAFETY: prev < fp and fp+16 <= hi: inside the stack.
+        let (next, ret) = unsafe { (word(fp), word(fp + 8)) };
+        if !table.maybe_code(ret) {
+            return None;
+        }
+        raw.addrs[raw.n] = ret;
+        raw.n += 1;
+        prev = fp;
+        fp = next;
+    }
+    // Independent multiplies (pipelined), one final mix: this hash only
+    // spreads entries; hits are confirmed by comparing every address.
+    const K: [u64; CACHED_FRAMES] = [
+        0x9e37_79b9_7f4a_7c15,
+        0xc2b2_ae3d_27d4_eb4f,
+        0x1656_67b1_9e37_79f9,
+        0x85eb_ca77_c2b2_ae63,
+        0x27d4_eb2f_1656_67c5,
+        0xff51_afd7_ed55_8ccd,
+        0xc4ce_b9fe_1a85_ec53,
+        0x8764_3a6b_c9d1_2e35,
+    ];
+    let mut h = raw.hash ^ raw.n as u64;
+    for (a, k) in raw.addrs[..raw.n].iter().zip(K) {
+        h ^= (*a as u64).wrapping_mul(k);
+    }
+    raw.hash = mix64(h) | 1;
+    Some(raw)
+}
+
+#[inline(always)]
+fn cache_get(raw: &Raw, gen: u64) -> Option<(Signature, usize)> {
+    let e = &CACHE[(raw.hash as usize >> 1) % CACHE_ENTRIES];
+    let s1 = e.seq.load(Ordering::Acquire);
+    if s1 & 1 == 1 || e.hash.load(Ordering::Relaxed) != raw.hash {
+        return None;
+    }
+    let meta = e.meta.load(Ordering::Relaxed);
+    let sig = e.signature.load(Ordering::Relaxed);
+    let n = (meta & 0xff) as usize;
+    if n != raw.n || meta >> 8 != gen {
+        return None;
+    }
+    for i in 0..n {
+        if e.addrs[i].load(Ordering::Relaxed) != raw.addrs[i] as u64 {
+            return None;
+        }
+    }
+    std::sync::atomic::fence(Ordering::Acquire);
+    if e.seq.load(Ordering::Relaxed) != s1 {
+        return None;
+    }
+    Some((Signature(sig), n))
+}
+
+fn cache_put(raw: &Raw, out: &Captured, gen: u64) {
+    let e = &CACHE[(raw.hash as usize >> 1) % CACHE_ENTRIES];
+    let s = e.seq.load(Ordering::Relaxed);
+    if s & 1 == 1
+        || e.seq
+            .compare_exchange(s, s + 1, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+    {
+        return;
+    }
+    std::sync::atomic::fence(Ordering::Release);
+    e.hash.store(raw.hash, Ordering::Relaxed);
+    e.signature.store(out.signature.0, Ordering::Relaxed);
+    e.meta.store(raw.n as u64 | gen << 8, Ordering::Relaxed);
+    for i in 0..raw.n {
+        e.addrs[i].store(raw.addrs[i] as u64, Ordering::Relaxed);
+    }
+    e.seq.store(s + 2, Ordering::Release);
+}
+
+/// Empties the signature cache (fork child: signatures must be described
+/// again in the child's own trace).
+pub fn clear_cache() {
+    for e in CACHE.iter() {
+        e.hash.store(0, Ordering::Relaxed);
+    }
+}
+
+/// # Safety
+/// As [`capture`].
+#[inline(always)]
+unsafe fn walk(table: &Table, record: *const usize, p: Params, out: &mut Captured) {
     let k = p.frames.clamp(1, MAX_FRAMES);
     let rec = record as usize;
     let (_, hi) = stack_bounds(rec);
     if rec & 7 != 0 || rec + 16 > hi {
-        return finish(out);
+        return;
     }
     // SAFETY: rec..rec+16 is inside the stack (checked above).
     let (mut fp, ret0) = unsafe { (word(rec), word(rec + 8)) };
-    if push(table, &mut out, ret0) != Step::Code {
-        return finish(out);
+    if push(table, out, ret0) != Step::Code {
+        return;
     }
     // Where a scan would resume: just above the last trusted return address.
     let mut scan_from = rec + 16;
@@ -286,7 +516,7 @@ pub unsafe fn capture(table: &'static Table, record: *const usize, p: Params) ->
             }
             // SAFETY: prev < fp and fp+16 <= hi: inside the stack.
             let (next, ret) = unsafe { (word(fp), word(fp + 8)) };
-            match push(table, &mut out, ret) {
+            match push(table, out, ret) {
                 Step::Code => {}
                 Step::End => {
                     clean = true;
@@ -299,7 +529,7 @@ pub unsafe fn capture(table: &'static Table, record: *const usize, p: Params) ->
             fp = next;
         }
         if out.n >= k || clean || p.unwind == Unwind::FramePointer {
-            return finish(out);
+            return;
         }
     }
     out.method = Method::StackScan;
@@ -308,12 +538,11 @@ pub unsafe fn capture(table: &'static Table, record: *const usize, p: Params) ->
     while out.n < k && a + 8 <= limit {
         // SAFETY: a is 8-aligned and a+8 <= limit <= hi.
         let w = unsafe { word(a) };
-        if push(table, &mut out, w) == Step::End {
+        if push(table, out, w) == Step::End {
             break;
         }
         a += 8;
     }
-    finish(out)
 }
 
 /// What a candidate return address turned out to be.
@@ -328,20 +557,20 @@ enum Step {
 }
 
 #[inline(always)]
-fn push(table: &'static Table, out: &mut Captured, addr: usize) -> Step {
+fn push(table: &Table, out: &mut Captured, addr: usize) -> Step {
     let Some(h) = table.lookup(addr) else {
         return Step::NotCode;
     };
     if is_sigreturn(addr, h.range_end) {
         return Step::End;
     }
-    if !h.module.own && out.n < MAX_FRAMES {
-        let module: &'static Module = h.module;
-        out.frames[out.n] = Some(Frame {
-            key: module.key,
+    if h.module.own {
+        out.skipped = true;
+    } else if out.n < MAX_FRAMES {
+        out.frames[out.n] = Frame {
+            key: h.module.key,
             offset: h.offset,
-            module,
-        });
+        };
         out.n += 1;
     }
     Step::Code
@@ -361,13 +590,13 @@ fn is_sigreturn(addr: usize, range_end: usize) -> bool {
     code == SIGRETURN
 }
 
-fn finish(mut out: Captured) -> Captured {
+#[inline]
+fn finish(out: &mut Captured) {
     let mut b = SignatureBuilder::new();
     for f in out.frames() {
         b.push(f.key, f.offset);
     }
     out.signature = b.finish();
-    out
 }
 
 #[cfg(test)]
@@ -397,7 +626,7 @@ mod tests {
         let a = capture_here(p);
         assert_eq!(a.n, 1, "zero rbp ends the chain after the record's frame");
         assert_eq!(a.method, Method::FramePointer);
-        let f = a.frames[0].unwrap();
+        let f = a.frames[0];
         let t = modules::table().unwrap();
         let h = t.lookup(libc::getpid as *const () as usize + 1).unwrap();
         assert_eq!((f.key, f.offset), (h.module.key, h.offset));

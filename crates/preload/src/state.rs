@@ -200,6 +200,7 @@ pub unsafe fn init(argc: i32, argv: *const *const libc::c_char) {
     }
     let _ = ARGV.set(args);
     signature::init_stack_facts();
+    crate::clock::init();
     modules::refresh();
     // SAFETY: getpid has no preconditions.
     record::set_pid(unsafe { libc::getpid() } as u32);
@@ -252,6 +253,7 @@ extern "C" fn after_fork_child() {
         files::bump_fork_generation();
         events::after_fork_child();
         SEEN_SIGS.clear();
+        signature::clear_cache();
         SEEN_FILES.clear();
         modules::reset_sent();
         // SAFETY: getpid has no preconditions.

@@ -29,18 +29,23 @@ fn params() -> Params {
 /// describes it (modules, signature) the first time this process sees it.
 fn context(rec: *const usize) -> Option<Captured> {
     let table = modules::table()?;
+    let mut cap = Captured::new();
     // SAFETY: `rec` is the trampoline's frame record on this thread's stack.
-    let cap = unsafe { signature::capture(table, rec, params()) };
-    if events_on() && SEEN_SIGS.insert(cap.signature.0) {
+    unsafe { signature::capture_into(table, rec, params(), &mut cap) };
+    // A cached signature was described by the capture that cached it.
+    if events_on() && !cap.cached && SEEN_SIGS.insert(cap.signature.0) {
         let mut frames = [(0u64, 0u64); crate::config::MAX_FRAMES];
         for (i, f) in cap.frames().enumerate() {
             frames[i] = (f.key, f.offset);
-            if !f.module.sent.swap(true, Ordering::Relaxed) {
+            let Some(m) = table.modules.iter().find(|m| m.key == f.key) else {
+                continue;
+            };
+            if !m.sent.swap(true, Ordering::Relaxed) {
                 state::emit(&Kind::Module {
-                    key: f.module.key,
-                    build_id: &f.module.build_id,
-                    path: &f.module.path,
-                    size: f.module.size,
+                    key: m.key,
+                    build_id: m.build_id,
+                    path: m.path,
+                    size: m.size,
                 });
             }
         }
