@@ -107,7 +107,7 @@ fn bad_mapping_is_named_and_ignored() {
 fn app_hint_events(t: &ProcessTrace) -> Vec<wire::AppHintEvent> {
     t.events()
         .filter_map(|e| match &e.kind {
-            Some(Kind::AppHint(h)) => Some(h.clone()),
+            Some(Kind::AppHint(h)) => Some(*h),
             _ => None,
         })
         .collect()

@@ -773,7 +773,7 @@ pub fn encode_write_entry(
     p.uint(0x08, f.dev);
     p.uint(0x10, f.ino);
     for (i, &v) in w.iter().enumerate() {
-        p.uint(((i as u8 + 2) << 3) | 0, v); // WriteEvent fields 2..=7, varint
+        p.uint((i as u8 + 2) << 3, v); // WriteEvent fields 2..=7, wire type 0 (varint)
     }
     Some(total)
 }

@@ -25,6 +25,9 @@ use pcstream_placement::hint::F_SET_RW_HINT;
 macro_rules! trampolines {
     ($($sym:ident => $imp:ident;)*) => {$(
         #[doc = concat!("Interposed `", stringify!($sym), "` (trampoline to `", stringify!($imp), "`).")]
+        ///
+        /// # Safety
+        /// Called by C code with the C signature of the libc function of the same name.
         #[unsafe(naked)]
         #[no_mangle]
         pub unsafe extern "C" fn $sym() {
@@ -109,6 +112,9 @@ macro_rules! jumps {
         }
         $(
             #[doc = concat!("Interposed variadic `", stringify!($sym), "` (jumps to `", stringify!($c), "` in stdio.c).")]
+            ///
+            /// # Safety
+            /// Called by C code with the C signature of the libc function of the same name.
             #[unsafe(naked)]
             #[no_mangle]
             pub unsafe extern "C" fn $sym() {
@@ -164,12 +170,16 @@ unsafe extern "C" fn write_impl(
     };
     // SAFETY (all real calls below): forwarding the application's arguments unchanged.
     let Some(g) = Guard::enter_write() else {
+        // SAFETY: forwarding the application's arguments unchanged.
         return unsafe { real(fd, buf, n) };
     };
     // SAFETY: as above.
     let r = g.call(|| unsafe { real(fd, buf, n) });
     if r > 0 {
-        g.observe(|| track::write(fd, None, r as u64, WriteCall::Write, rec));
+        g.observe(|| {
+            // SAFETY: the application's pointers, as it passed them to the real call.
+            unsafe { track::write(fd, None, r as u64, WriteCall::Write, rec) }
+        });
     }
     r
 }
@@ -186,14 +196,17 @@ unsafe fn pwrite_common(
     let Some(real) = real.get() else {
         return enosys();
     };
-    // SAFETY: forwarding the application's arguments unchanged.
     let Some(g) = Guard::enter_write() else {
+        // SAFETY: forwarding the application's arguments unchanged.
         return unsafe { real(fd, buf, n, off) };
     };
     // SAFETY: as above.
     let r = g.call(|| unsafe { real(fd, buf, n, off) });
     if r > 0 {
-        g.observe(|| track::write(fd, Some(off as u64), r as u64, WriteCall::Pwrite, rec));
+        g.observe(|| {
+            // SAFETY: the application's pointers, as it passed them to the real call.
+            unsafe { track::write(fd, Some(off as u64), r as u64, WriteCall::Pwrite, rec) }
+        });
     }
     r
 }
@@ -233,14 +246,17 @@ unsafe extern "C" fn writev_impl(
     let Some(real) = real::WRITEV.get() else {
         return enosys();
     };
-    // SAFETY: forwarding the application's arguments unchanged.
     let Some(g) = Guard::enter_write() else {
+        // SAFETY: forwarding the application's arguments unchanged.
         return unsafe { real(fd, iov, cnt) };
     };
     // SAFETY: as above.
     let r = g.call(|| unsafe { real(fd, iov, cnt) });
     if r > 0 {
-        g.observe(|| track::write(fd, None, r as u64, WriteCall::Writev, rec));
+        g.observe(|| {
+            // SAFETY: the application's pointers, as it passed them to the real call.
+            unsafe { track::write(fd, None, r as u64, WriteCall::Writev, rec) }
+        });
     }
     r
 }
@@ -257,14 +273,17 @@ unsafe fn pwritev_common(
     let Some(real) = real.get() else {
         return enosys();
     };
-    // SAFETY: forwarding the application's arguments unchanged.
     let Some(g) = Guard::enter_write() else {
+        // SAFETY: forwarding the application's arguments unchanged.
         return unsafe { real(fd, iov, cnt, off) };
     };
     // SAFETY: as above.
     let r = g.call(|| unsafe { real(fd, iov, cnt, off) });
     if r > 0 {
-        g.observe(|| track::write(fd, Some(off as u64), r as u64, WriteCall::Pwritev, rec));
+        g.observe(|| {
+            // SAFETY: the application's pointers, as it passed them to the real call.
+            unsafe { track::write(fd, Some(off as u64), r as u64, WriteCall::Pwritev, rec) }
+        });
     }
     r
 }
@@ -306,8 +325,8 @@ unsafe fn pwritev2_common(
     let Some(real) = real.get() else {
         return enosys();
     };
-    // SAFETY: forwarding the application's arguments unchanged.
     let Some(g) = Guard::enter_write() else {
+        // SAFETY: forwarding the application's arguments unchanged.
         return unsafe { real(fd, iov, cnt, off, fl) };
     };
     // SAFETY: as above.
@@ -320,7 +339,10 @@ unsafe fn pwritev2_common(
         } else {
             WriteCall::Writev
         };
-        g.observe(|| track::write(fd, off, r as u64, call, rec));
+        g.observe(|| {
+            // SAFETY: the application's pointers, as it passed them to the real call.
+            unsafe { track::write(fd, off, r as u64, call, rec) }
+        });
     }
     r
 }
@@ -368,14 +390,17 @@ unsafe fn fwrite_common(
     let Some(real) = real.get() else {
         return enosys::<i8>() as size_t;
     };
-    // SAFETY: forwarding the application's arguments unchanged.
     let Some(g) = Guard::enter_write() else {
+        // SAFETY: forwarding the application's arguments unchanged.
         return unsafe { real(p, size, n, f) };
     };
     // SAFETY: as above.
     let r = g.call(|| unsafe { real(p, size, n, f) });
     if r > 0 {
-        g.observe(|| track::stdio(f, (r as u64).saturating_mul(size as u64), rec));
+        g.observe(|| {
+            // SAFETY: the application's pointers, as it passed them to the real call.
+            unsafe { track::stdio(f, (r as u64).saturating_mul(size as u64), rec) }
+        });
     }
     r
 }
@@ -409,15 +434,18 @@ unsafe fn fputs_common(real: &Real<FputsFn>, s: *const c_char, f: *mut FILE, rec
     let Some(real) = real.get() else {
         return enosys();
     };
-    // SAFETY: forwarding the application's arguments unchanged.
     let Some(g) = Guard::enter_write() else {
+        // SAFETY: forwarding the application's arguments unchanged.
         return unsafe { real(s, f) };
     };
     // SAFETY: as above.
     let r = g.call(|| unsafe { real(s, f) });
     if r >= 0 {
-        // SAFETY: fputs succeeded, so `s` is a valid C string.
-        g.observe(|| track::stdio(f, unsafe { libc::strlen(s) } as u64, rec));
+        g.observe(|| {
+            // SAFETY: fputs succeeded, so `s` is a valid C string and `f` a
+            // valid stream; `rec` is the trampoline's record.
+            unsafe { track::stdio(f, libc::strlen(s) as u64, rec) }
+        });
     }
     r
 }
@@ -467,15 +495,18 @@ unsafe extern "C" fn puts_impl(
     let Some(real) = real::PUTS.get() else {
         return enosys();
     };
-    // SAFETY: forwarding the application's arguments unchanged.
     let Some(g) = Guard::enter_write() else {
+        // SAFETY: forwarding the application's arguments unchanged.
         return unsafe { real(s) };
     };
     // SAFETY: as above.
     let r = g.call(|| unsafe { real(s) });
     if r >= 0 {
-        // SAFETY: puts succeeded, so `s` is a valid C string; +1 for the newline.
-        g.observe(|| track::stdio(stdout_file(), unsafe { libc::strlen(s) } as u64 + 1, rec));
+        g.observe(|| {
+            // SAFETY: puts succeeded, so `s` is a valid C string (+1: the
+            // newline); `rec` is the trampoline's record.
+            unsafe { track::stdio(stdout_file(), libc::strlen(s) as u64 + 1, rec) }
+        });
     }
     r
 }
@@ -496,14 +527,17 @@ pub unsafe extern "C" fn pcstream_vfprintf_impl(
     let Some(real) = real::VFPRINTF.get() else {
         return enosys();
     };
-    // SAFETY: forwarding the application's arguments unchanged.
     let Some(g) = Guard::enter_write() else {
+        // SAFETY: forwarding the application's arguments unchanged.
         return unsafe { real(f, fmt, ap) };
     };
     // SAFETY: as above.
     let r = g.call(|| unsafe { real(f, fmt, ap) });
     if r > 0 {
-        g.observe(|| track::stdio(f, r as u64, rec));
+        g.observe(|| {
+            // SAFETY: the application's pointers, as it passed them to the real call.
+            unsafe { track::stdio(f, r as u64, rec) }
+        });
     }
     r
 }
@@ -531,14 +565,17 @@ unsafe extern "C" fn vprintf_impl(
     let Some(real) = real::VPRINTF.get() else {
         return enosys();
     };
-    // SAFETY: forwarding the application's arguments unchanged.
     let Some(g) = Guard::enter_write() else {
+        // SAFETY: forwarding the application's arguments unchanged.
         return unsafe { real(fmt, ap) };
     };
     // SAFETY: as above.
     let r = g.call(|| unsafe { real(fmt, ap) });
     if r > 0 {
-        g.observe(|| track::stdio(stdout_file(), r as u64, rec));
+        g.observe(|| {
+            // SAFETY: the application's pointers, as it passed them to the real call.
+            unsafe { track::stdio(stdout_file(), r as u64, rec) }
+        });
     }
     r
 }
@@ -559,14 +596,17 @@ pub unsafe extern "C" fn pcstream_vfprintf_chk_impl(
     let Some(real) = real::VFPRINTF_CHK.get() else {
         return enosys();
     };
-    // SAFETY: forwarding the application's arguments unchanged.
     let Some(g) = Guard::enter_write() else {
+        // SAFETY: forwarding the application's arguments unchanged.
         return unsafe { real(f, flag, fmt, ap) };
     };
     // SAFETY: as above.
     let r = g.call(|| unsafe { real(f, flag, fmt, ap) });
     if r > 0 {
-        g.observe(|| track::stdio(f, r as u64, rec));
+        g.observe(|| {
+            // SAFETY: the application's pointers, as it passed them to the real call.
+            unsafe { track::stdio(f, r as u64, rec) }
+        });
     }
     r
 }
@@ -594,14 +634,17 @@ unsafe extern "C" fn vprintf_chk_impl(
     let Some(real) = real::VPRINTF_CHK.get() else {
         return enosys();
     };
-    // SAFETY: forwarding the application's arguments unchanged.
     let Some(g) = Guard::enter_write() else {
+        // SAFETY: forwarding the application's arguments unchanged.
         return unsafe { real(flag, fmt, ap) };
     };
     // SAFETY: as above.
     let r = g.call(|| unsafe { real(flag, fmt, ap) });
     if r > 0 {
-        g.observe(|| track::stdio(stdout_file(), r as u64, rec));
+        g.observe(|| {
+            // SAFETY: the application's pointers, as it passed them to the real call.
+            unsafe { track::stdio(stdout_file(), r as u64, rec) }
+        });
     }
     r
 }
@@ -617,8 +660,8 @@ unsafe extern "C" fn fclose_impl(
     let Some(real) = real::FCLOSE.get() else {
         return enosys();
     };
-    // SAFETY: forwarding the application's arguments unchanged.
     let Some(g) = Guard::enter() else {
+        // SAFETY: forwarding the application's arguments unchanged.
         return unsafe { real(f) };
     };
     let fd = if f.is_null() {
@@ -673,14 +716,17 @@ unsafe fn fopen_common(
     let Some(real) = real.get() else {
         return enosys::<i8>() as isize as *mut FILE;
     };
-    // SAFETY: forwarding the application's arguments unchanged.
     let Some(g) = Guard::enter() else {
+        // SAFETY: forwarding the application's arguments unchanged.
         return unsafe { real(path, mode) };
     };
     let flags = g.observe(|| fopen_flags(mode)).unwrap_or(0);
     let before = if flags & libc::O_TRUNC != 0 && state::events_on() {
-        g.observe(|| track::stat_path(libc::AT_FDCWD, path, true))
-            .flatten()
+        g.observe(|| {
+            // SAFETY: the application's pointers, as it passed them to the real call.
+            unsafe { track::stat_path(libc::AT_FDCWD, path, true) }
+        })
+        .flatten()
     } else {
         None
     };
@@ -733,8 +779,8 @@ unsafe extern "C" fn fdopen_impl(
     let Some(real) = real::FDOPEN.get() else {
         return enosys::<i8>() as isize as *mut FILE;
     };
-    // SAFETY: forwarding the application's arguments unchanged.
     let Some(g) = Guard::enter() else {
+        // SAFETY: forwarding the application's arguments unchanged.
         return unsafe { real(fd, mode) };
     };
     // SAFETY: as above.
@@ -759,6 +805,7 @@ unsafe fn fcntl_common(real: &Real<FcntlFn>, fd: c_int, cmd: c_int, arg: usize) 
     // SAFETY: forwarding the application's arguments unchanged (the third
     // argument is passed as the machine word the application passed).
     let Some(g) = Guard::enter() else {
+        // SAFETY: forwarding the application's arguments unchanged.
         return unsafe { real(fd, cmd, arg) };
     };
     // SAFETY: as above.
@@ -816,8 +863,8 @@ unsafe fn fallocate_common(
     let Some(real) = real.get() else {
         return enosys();
     };
-    // SAFETY: forwarding the application's arguments unchanged.
     let Some(g) = Guard::enter() else {
+        // SAFETY: forwarding the application's arguments unchanged.
         return unsafe { real(fd, mode, off, len) };
     };
     // SAFETY: as above.
@@ -860,13 +907,16 @@ unsafe fn truncate_common(real: &Real<TruncateFn>, path: *const c_char, len: off
     let Some(real) = real.get() else {
         return enosys();
     };
-    // SAFETY: forwarding the application's arguments unchanged.
     let Some(g) = Guard::enter() else {
+        // SAFETY: forwarding the application's arguments unchanged.
         return unsafe { real(path, len) };
     };
     let before = if state::events_on() {
-        g.observe(|| track::stat_path(libc::AT_FDCWD, path, true))
-            .flatten()
+        g.observe(|| {
+            // SAFETY: the application's pointers, as it passed them to the real call.
+            unsafe { track::stat_path(libc::AT_FDCWD, path, true) }
+        })
+        .flatten()
     } else {
         None
     };
@@ -907,8 +957,8 @@ unsafe fn ftruncate_common(real: &Real<FtruncateFn>, fd: c_int, len: off_t) -> c
     let Some(real) = real.get() else {
         return enosys();
     };
-    // SAFETY: forwarding the application's arguments unchanged.
     let Some(g) = Guard::enter() else {
+        // SAFETY: forwarding the application's arguments unchanged.
         return unsafe { real(fd, len) };
     };
     let before = if state::events_on() {
@@ -963,13 +1013,16 @@ unsafe extern "C" fn unlink_impl(
     let Some(real) = real::UNLINK.get() else {
         return enosys();
     };
-    // SAFETY: forwarding the application's arguments unchanged.
     let Some(g) = Guard::enter() else {
+        // SAFETY: forwarding the application's arguments unchanged.
         return unsafe { real(path) };
     };
     let before = if state::events_on() {
-        g.observe(|| track::before_unlink(libc::AT_FDCWD, path))
-            .flatten()
+        g.observe(|| {
+            // SAFETY: the application's pointers, as it passed them to the real call.
+            unsafe { track::before_unlink(libc::AT_FDCWD, path) }
+        })
+        .flatten()
     } else {
         None
     };
@@ -992,13 +1045,16 @@ unsafe extern "C" fn remove_impl(
     let Some(real) = real::REMOVE.get() else {
         return enosys();
     };
-    // SAFETY: forwarding the application's arguments unchanged.
     let Some(g) = Guard::enter() else {
+        // SAFETY: forwarding the application's arguments unchanged.
         return unsafe { real(path) };
     };
     let before = if state::events_on() {
-        g.observe(|| track::before_unlink(libc::AT_FDCWD, path))
-            .flatten()
+        g.observe(|| {
+            // SAFETY: the application's pointers, as it passed them to the real call.
+            unsafe { track::before_unlink(libc::AT_FDCWD, path) }
+        })
+        .flatten()
     } else {
         None
     };
@@ -1021,12 +1077,16 @@ unsafe extern "C" fn unlinkat_impl(
     let Some(real) = real::UNLINKAT.get() else {
         return enosys();
     };
-    // SAFETY: forwarding the application's arguments unchanged.
     let Some(g) = Guard::enter() else {
+        // SAFETY: forwarding the application's arguments unchanged.
         return unsafe { real(dirfd, path, flags) };
     };
     let before = if state::events_on() && flags & libc::AT_REMOVEDIR == 0 {
-        g.observe(|| track::before_unlink(dirfd, path)).flatten()
+        g.observe(|| {
+            // SAFETY: the application's pointers, as it passed them to the real call.
+            unsafe { track::before_unlink(dirfd, path) }
+        })
+        .flatten()
     } else {
         None
     };
@@ -1047,8 +1107,11 @@ fn rename_before(
     new: *const c_char,
 ) -> Option<track::PathStat> {
     if state::events_on() {
-        g.observe(|| track::before_rename(od, old, nd, new))
-            .flatten()
+        g.observe(|| {
+            // SAFETY: the application's pointers, as it passed them to the real call.
+            unsafe { track::before_rename(od, old, nd, new) }
+        })
+        .flatten()
     } else {
         None
     }
@@ -1065,8 +1128,8 @@ unsafe extern "C" fn rename_impl(
     let Some(real) = real::RENAME.get() else {
         return enosys();
     };
-    // SAFETY: forwarding the application's arguments unchanged.
     let Some(g) = Guard::enter() else {
+        // SAFETY: forwarding the application's arguments unchanged.
         return unsafe { real(old, new) };
     };
     let before = rename_before(&g, libc::AT_FDCWD, old, libc::AT_FDCWD, new);
@@ -1089,8 +1152,8 @@ unsafe extern "C" fn renameat_impl(
     let Some(real) = real::RENAMEAT.get() else {
         return enosys();
     };
-    // SAFETY: forwarding the application's arguments unchanged.
     let Some(g) = Guard::enter() else {
+        // SAFETY: forwarding the application's arguments unchanged.
         return unsafe { real(od, old, nd, new) };
     };
     let before = rename_before(&g, od, old, nd, new);
@@ -1113,8 +1176,8 @@ unsafe extern "C" fn renameat2_impl(
     let Some(real) = real::RENAMEAT2.get() else {
         return enosys();
     };
-    // SAFETY: forwarding the application's arguments unchanged.
     let Some(g) = Guard::enter() else {
+        // SAFETY: forwarding the application's arguments unchanged.
         return unsafe { real(od, old, nd, new, fl) };
     };
     // RENAME_EXCHANGE keeps both files; RENAME_NOREPLACE replaces nothing.
@@ -1142,8 +1205,11 @@ fn open_before(
     flags: c_int,
 ) -> Option<track::PathStat> {
     if flags & libc::O_TRUNC != 0 && state::events_on() {
-        g.observe(|| track::stat_path(dirfd, path, flags & libc::O_NOFOLLOW == 0))
-            .flatten()
+        g.observe(|| {
+            // SAFETY: the application's pointers, as it passed them to the real call.
+            unsafe { track::stat_path(dirfd, path, flags & libc::O_NOFOLLOW == 0) }
+        })
+        .flatten()
     } else {
         None
     }
@@ -1172,6 +1238,7 @@ unsafe fn open_common(
     // passed on as the word the application passed; open ignores it unless
     // O_CREAT/O_TMPFILE is set).
     let Some(g) = Guard::enter() else {
+        // SAFETY: forwarding the application's arguments unchanged.
         return unsafe { real(path, flags, mode) };
     };
     let before = open_before(&g, libc::AT_FDCWD, path, flags);
@@ -1216,8 +1283,8 @@ unsafe fn openat_common(
     let Some(real) = real.get() else {
         return enosys();
     };
-    // SAFETY: forwarding the application's arguments unchanged.
     let Some(g) = Guard::enter() else {
+        // SAFETY: forwarding the application's arguments unchanged.
         return unsafe { real(dirfd, path, flags, mode) };
     };
     let before = open_before(&g, dirfd, path, flags);
@@ -1259,8 +1326,8 @@ unsafe fn open2_common(real: &Real<Open2Fn>, path: *const c_char, flags: c_int) 
     let Some(real) = real.get() else {
         return enosys();
     };
-    // SAFETY: forwarding the application's arguments unchanged.
     let Some(g) = Guard::enter() else {
+        // SAFETY: forwarding the application's arguments unchanged.
         return unsafe { real(path, flags) };
     };
     let before = open_before(&g, libc::AT_FDCWD, path, flags);
@@ -1304,8 +1371,8 @@ unsafe fn openat2_common(
     let Some(real) = real.get() else {
         return enosys();
     };
-    // SAFETY: forwarding the application's arguments unchanged.
     let Some(g) = Guard::enter() else {
+        // SAFETY: forwarding the application's arguments unchanged.
         return unsafe { real(dirfd, path, flags) };
     };
     let before = open_before(&g, dirfd, path, flags);
@@ -1346,8 +1413,8 @@ unsafe fn creat_common(real: &Real<CreatFn>, path: *const c_char, mode: mode_t) 
     let Some(real) = real.get() else {
         return enosys();
     };
-    // SAFETY: forwarding the application's arguments unchanged.
     let Some(g) = Guard::enter() else {
+        // SAFETY: forwarding the application's arguments unchanged.
         return unsafe { real(path, mode) };
     };
     let flags = libc::O_CREAT | libc::O_WRONLY | libc::O_TRUNC;
@@ -1397,8 +1464,8 @@ unsafe extern "C" fn close_impl(
     let Some(real) = real::CLOSE.get() else {
         return enosys();
     };
-    // SAFETY: forwarding the application's arguments unchanged.
     let Some(g) = Guard::enter() else {
+        // SAFETY: forwarding the application's arguments unchanged.
         return unsafe { real(fd) };
     };
     if record::is_ours(fd) {
@@ -1426,8 +1493,8 @@ unsafe extern "C" fn close_range_impl(
     let Some(real) = real::CLOSE_RANGE.get() else {
         return enosys();
     };
-    // SAFETY: forwarding the application's arguments unchanged.
     let Some(g) = Guard::enter() else {
+        // SAFETY: forwarding the application's arguments unchanged.
         return unsafe { real(first, last, flags) };
     };
     // Keep the shim's own descriptors: close the sub-ranges around them.
@@ -1475,8 +1542,8 @@ unsafe extern "C" fn dup_impl(fd: c_int, _: usize, _: usize, _: usize, _: usize,
     let Some(real) = real::DUP.get() else {
         return enosys();
     };
-    // SAFETY: forwarding the application's arguments unchanged.
     let Some(g) = Guard::enter() else {
+        // SAFETY: forwarding the application's arguments unchanged.
         return unsafe { real(fd) };
     };
     if record::is_ours(fd) {
@@ -1505,8 +1572,8 @@ unsafe extern "C" fn dup2_impl(
     let Some(real) = real::DUP2.get() else {
         return enosys();
     };
-    // SAFETY: forwarding the application's arguments unchanged.
     let Some(g) = Guard::enter() else {
+        // SAFETY: forwarding the application's arguments unchanged.
         return unsafe { real(old, new) };
     };
     if record::is_ours(old) {
@@ -1536,8 +1603,8 @@ unsafe extern "C" fn dup3_impl(
     let Some(real) = real::DUP3.get() else {
         return enosys();
     };
-    // SAFETY: forwarding the application's arguments unchanged.
     let Some(g) = Guard::enter() else {
+        // SAFETY: forwarding the application's arguments unchanged.
         return unsafe { real(old, new, fl) };
     };
     if record::is_ours(old) {
@@ -1563,8 +1630,8 @@ unsafe fn lseek_common(real: &Real<LseekFn>, fd: c_int, off: off_t, whence: c_in
     let Some(real) = real.get() else {
         return enosys::<i8>() as off_t;
     };
-    // SAFETY: forwarding the application's arguments unchanged.
     let Some(g) = Guard::enter() else {
+        // SAFETY: forwarding the application's arguments unchanged.
         return unsafe { real(fd, off, whence) };
     };
     // SAFETY: as above.
@@ -1606,8 +1673,8 @@ unsafe fn sync_common(real: &Real<SyncFn>, fd: c_int) -> c_int {
     let Some(real) = real.get() else {
         return enosys();
     };
-    // SAFETY: forwarding the application's arguments unchanged.
     let Some(g) = Guard::enter() else {
+        // SAFETY: forwarding the application's arguments unchanged.
         return unsafe { real(fd) };
     };
     // SAFETY: as above.
@@ -1657,8 +1724,8 @@ unsafe extern "C" fn execve_impl(
     let Some(real) = real::EXECVE.get() else {
         return enosys();
     };
-    // SAFETY: forwarding the application's arguments unchanged.
     let Some(g) = Guard::enter() else {
+        // SAFETY: forwarding the application's arguments unchanged.
         return unsafe { real(path, argv, envp) };
     };
     g.observe(state::flush_all);
@@ -1677,8 +1744,8 @@ unsafe extern "C" fn execvpe_impl(
     let Some(real) = real::EXECVPE.get() else {
         return enosys();
     };
-    // SAFETY: forwarding the application's arguments unchanged.
     let Some(g) = Guard::enter() else {
+        // SAFETY: forwarding the application's arguments unchanged.
         return unsafe { real(path, argv, envp) };
     };
     g.observe(state::flush_all);
@@ -1697,8 +1764,8 @@ unsafe extern "C" fn execv_impl(
     let Some(real) = real::EXECV.get() else {
         return enosys();
     };
-    // SAFETY: forwarding the application's arguments unchanged.
     let Some(g) = Guard::enter() else {
+        // SAFETY: forwarding the application's arguments unchanged.
         return unsafe { real(path, argv) };
     };
     g.observe(state::flush_all);
@@ -1717,8 +1784,8 @@ unsafe extern "C" fn execvp_impl(
     let Some(real) = real::EXECVP.get() else {
         return enosys();
     };
-    // SAFETY: forwarding the application's arguments unchanged.
     let Some(g) = Guard::enter() else {
+        // SAFETY: forwarding the application's arguments unchanged.
         return unsafe { real(path, argv) };
     };
     g.observe(state::flush_all);
@@ -1737,8 +1804,8 @@ unsafe extern "C" fn dlopen_impl(
     let Some(real) = real::DLOPEN.get() else {
         return std::ptr::null_mut();
     };
-    // SAFETY: forwarding the application's arguments unchanged.
     let Some(g) = Guard::enter() else {
+        // SAFETY: forwarding the application's arguments unchanged.
         return unsafe { real(path, flags) };
     };
     // SAFETY: as above.

@@ -311,7 +311,7 @@ mod tests {
         );
         assert_eq!(
             libc_hit.module.key,
-            module_key_from_build_id(&libc_hit.module.build_id)
+            module_key_from_build_id(libc_hit.module.build_id)
         );
         assert!(t.lookup(0x10).is_none());
         let stack_var = 0u64;

@@ -27,7 +27,10 @@ fn params() -> Params {
 
 /// Captures the program context behind the trampoline's frame record, and
 /// describes it (modules, signature) the first time this process sees it.
-fn context(rec: *const usize) -> Option<Captured> {
+///
+/// # Safety
+/// As [`write`].
+unsafe fn context(rec: *const usize) -> Option<Captured> {
     let table = modules::table()?;
     let mut cap = Captured::new();
     // SAFETY: `rec` is the trampoline's frame record on this thread's stack.
@@ -105,7 +108,10 @@ fn name_file(fd: c_int, id: FileId) {
 }
 
 /// A successful write of `n` bytes to `fd` (`off` given for positioned writes).
-pub fn write(fd: c_int, off: Option<u64>, n: u64, call: WriteCall, rec: *const usize) {
+///
+/// # Safety
+/// `rec` is the entry trampoline's frame record on this thread's stack.
+pub unsafe fn write(fd: c_int, off: Option<u64>, n: u64, call: WriteCall, rec: *const usize) {
     let Some(info) = files::info(fd) else { return };
     if !info.regular {
         return;
@@ -124,7 +130,8 @@ pub fn write(fd: c_int, off: Option<u64>, n: u64, call: WriteCall, rec: *const u
             (after as u64).saturating_sub(n)
         }
     };
-    finish_write(fd, info.id, offset, n, call, rec);
+    // SAFETY: forwarded caller contract.
+    unsafe { finish_write(fd, info.id, offset, n, call, rec) };
 }
 
 fn is_append(fd: c_int, info: files::FdInfo) -> bool {
@@ -140,8 +147,20 @@ fn is_append(fd: c_int, info: files::FdInfo) -> bool {
     }
 }
 
-fn finish_write(fd: c_int, id: FileId, offset: u64, n: u64, call: WriteCall, rec: *const usize) {
-    let Some(cap) = context(rec) else { return };
+/// # Safety
+/// As [`write`].
+unsafe fn finish_write(
+    fd: c_int,
+    id: FileId,
+    offset: u64,
+    n: u64,
+    call: WriteCall,
+    rec: *const usize,
+) {
+    // SAFETY: forwarded caller contract.
+    let Some(cap) = (unsafe { context(rec) }) else {
+        return;
+    };
     let stream = hint::stream_for(cap.signature.0);
     let hint_now = if stream != 0 {
         hint::apply(fd, id, RwHint::for_stream(stream))
@@ -163,7 +182,10 @@ fn finish_write(fd: c_int, id: FileId, offset: u64, n: u64, call: WriteCall, rec
 }
 
 /// A successful stdio call that accepted `n` bytes for `f`.
-pub fn stdio(f: *mut FILE, n: u64, rec: *const usize) {
+///
+/// # Safety
+/// `f` was just used successfully by a real stdio call; `rec` as for [`write`].
+pub unsafe fn stdio(f: *mut FILE, n: u64, rec: *const usize) {
     if f.is_null() || n == 0 {
         return;
     }
@@ -179,7 +201,8 @@ pub fn stdio(f: *mut FILE, n: u64, rec: *const usize) {
     // SAFETY: as above; ftello reports the stream's logical position.
     let pos = unsafe { ftello(f) };
     let offset = (pos as u64).saturating_sub(n);
-    finish_write(fd, info.id, offset, n, WriteCall::Fwrite, rec);
+    // SAFETY: forwarded caller contract.
+    unsafe { finish_write(fd, info.id, offset, n, WriteCall::Fwrite, rec) };
 }
 
 /// Identity, type, link count and size of a path (before a destructive call).
@@ -192,7 +215,10 @@ pub struct PathStat {
 }
 
 /// `fstatat(dirfd, path)`; `follow` = follow a final symlink.
-pub fn stat_path(dirfd: c_int, path: *const c_char, follow: bool) -> Option<PathStat> {
+///
+/// # Safety
+/// `path` is null or the C string the application passes to the real call.
+pub unsafe fn stat_path(dirfd: c_int, path: *const c_char, follow: bool) -> Option<PathStat> {
     if path.is_null() {
         return None;
     }
@@ -225,8 +251,12 @@ fn invalidate(id: FileId, kind: InvalidateKind, offset: u64, len: u64) {
 }
 
 /// Before `unlink`-like calls: the file whose last link may go.
-pub fn before_unlink(dirfd: c_int, path: *const c_char) -> Option<PathStat> {
-    stat_path(dirfd, path, false).filter(|s| s.regular && s.nlink == 1)
+///
+/// # Safety
+/// As [`stat_path`].
+pub unsafe fn before_unlink(dirfd: c_int, path: *const c_char) -> Option<PathStat> {
+    // SAFETY: forwarded caller contract.
+    unsafe { stat_path(dirfd, path, false) }.filter(|s| s.regular && s.nlink == 1)
 }
 
 /// After a successful unlink of a file seen by [`before_unlink`].
@@ -237,14 +267,19 @@ pub fn unlinked(s: PathStat) {
 
 /// Before `rename*`: the destination that would be replaced (and the source,
 /// to tell a no-op rename of a file onto itself).
-pub fn before_rename(
+///
+/// # Safety
+/// As [`stat_path`], for both paths.
+pub unsafe fn before_rename(
     olddir: c_int,
     old: *const c_char,
     newdir: c_int,
     new: *const c_char,
 ) -> Option<PathStat> {
-    let dst = stat_path(newdir, new, false).filter(|s| s.regular && s.nlink == 1)?;
-    let src = stat_path(olddir, old, false)?;
+    // SAFETY: forwarded caller contract.
+    let dst = unsafe { stat_path(newdir, new, false) }.filter(|s| s.regular && s.nlink == 1)?;
+    // SAFETY: forwarded caller contract.
+    let src = unsafe { stat_path(olddir, old, false) }?;
     (src.id != dst.id).then_some(dst)
 }
 
