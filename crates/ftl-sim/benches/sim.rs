@@ -14,6 +14,8 @@ use ftl_sim::{Config, GcPolicy, Ssd};
 
 /// Host writes per measured iteration.
 const BATCH: u64 = 1 << 16;
+/// Writes handed to `Ssd::write_batch` at once.
+const CHUNK: usize = 256;
 
 fn aged(cfg: Config, pattern: Pattern) -> (Ssd, Generator) {
     let mut ssd = Ssd::new(cfg).expect("valid config");
@@ -33,6 +35,7 @@ fn aged(cfg: Config, pattern: Pattern) -> (Ssd, Generator) {
 fn bench_case(c: &mut Criterion, name: &str, cfg: Config, pattern: Pattern) {
     // Aged lazily, so benchmarks filtered out on the command line cost nothing.
     let mut state: Option<(Ssd, Generator)> = None;
+    let mut buf = vec![(0u64, 0u32); CHUNK];
     let mut flash = 0u64;
     let mut spent = Duration::ZERO;
     let mut group = c.benchmark_group("ftl-sim");
@@ -45,9 +48,11 @@ fn bench_case(c: &mut Criterion, name: &str, cfg: Config, pattern: Pattern) {
             let before = ssd.flash_pages();
             let t = Instant::now();
             for _ in 0..iters {
-                for _ in 0..BATCH {
-                    let (lpn, s) = g.next_write();
-                    ssd.write(lpn, s).expect("write");
+                for _ in 0..BATCH / CHUNK as u64 {
+                    for w in buf.iter_mut() {
+                        *w = g.next_write();
+                    }
+                    ssd.write_batch(&buf).expect("write");
                 }
             }
             let dt = t.elapsed();

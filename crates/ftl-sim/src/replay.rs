@@ -16,7 +16,15 @@
 //!   `(file, offset)` to LBAs (in place for overwrites, next to the file's
 //!   last block for appends, first free block from a rotating cursor
 //!   otherwise) and TRIMs what unlink, truncate and punch-hole free — the
-//!   behaviour of ext4 mounted with `discard`, minus its metadata.
+//!   behaviour of ext4 mounted with `discard`, minus its metadata. Writes go
+//!   through a page cache first: dirty pages are written back in file order
+//!   (blocks allocated then, as ext4's delayed allocation does) when the
+//!   cache holds [`ReplayOptions::writeback_pages`], so small appends to one
+//!   page reach the device once and data deleted while cached never does.
+//!
+//! [`layout`], [`aged_ssd`], [`simulate`] and [`simulate_all`] size a
+//! device for a replay, age it with cold data as the PCStream paper does and
+//! run policies on it (what `pcstreamctl compare` and the `replay` bench use).
 //!
 //! [`Replay::deaths`] knows when every written page is next overwritten or
 //! trimmed; the oracle policy reads it through `WriteCtx::death`.
@@ -191,6 +199,11 @@ pub struct ReplayOptions {
     pub logical_pages: Option<u64>,
     /// Use the allocation model even when device records exist.
     pub force_model: bool,
+    /// Model only: dirty pages the page cache holds before writing them all
+    /// back in file order (default [`DEFAULT_WRITEBACK_PAGES`]; 1 = write
+    /// through). Rewrites of a cached page (small appends) reach the device
+    /// once; pages deleted while cached never do.
+    pub writeback_pages: Option<u64>,
 }
 
 #[derive(Clone)]
@@ -259,7 +272,7 @@ impl Replay {
             let lp = opts.logical_pages.or(device_size.map(|b| b / PAGE));
             ground_truth(evs.into_iter().map(|e| e.3), lp)
         } else {
-            fs_model(evs.into_iter().map(|e| e.3), opts.logical_pages)
+            fs_model(evs.into_iter().map(|e| e.3), opts)
         }
         .map_err(|what| ReplayError::Bad {
             path: name.clone(),
@@ -754,101 +767,151 @@ struct ModelFile {
     app_hint: u8,
 }
 
-fn fs_model(
-    evs: impl Iterator<Item = Ev> + Clone,
-    logical_pages: Option<u64>,
-) -> Result<Replay, String> {
-    let lp = match logical_pages {
+fn fs_model(evs: impl Iterator<Item = Ev> + Clone, opts: &ReplayOptions) -> Result<Replay, String> {
+    let wb = opts.writeback_pages.unwrap_or(DEFAULT_WRITEBACK_PAGES);
+    let lp = match opts.logical_pages {
         Some(n) => n,
         None => {
             // Dry run with unbounded space for the peak of live data.
-            let peak = model_pass(evs.clone(), u64::MAX / 4, true)?.1;
+            let peak = model_pass(evs.clone(), u64::MAX / 4, wb, true)?.1;
             (peak + peak / 4).max(1024)
         }
     };
-    let (ops, _, stats) = model_pass(evs, lp, false)?;
+    let (ops, _, stats) = model_pass(evs, lp, wb, false)?;
     finish(ops, lp, Source::FsModel, stats)
+}
+
+/// Default size of the model's page cache: 8192 dirty pages (32 MiB).
+pub const DEFAULT_WRITEBACK_PAGES: u64 = 8192;
+
+/// The model's dirty pages, `(dev, ino, page)` → (signature, app hint) of
+/// the last write, written back in file order when full.
+type Dirty = BTreeMap<(u64, u64, u64), (Option<u64>, u8)>;
+
+/// The file-system model's state: allocator, per-file block maps, the
+/// write-back cache and the live-page count.
+struct Model {
+    alloc: Option<Allocator>,
+    pages: u64,
+    dry_next: u64,
+    live: u64,
+    peak: u64,
+    files: HashMap<(u64, u64), ModelFile>,
+    dirty: Dirty,
+    ops: Vec<Op>,
+    stats: JoinStats,
+}
+
+impl Model {
+    /// Writes every dirty page back (delayed allocation: blocks are chosen
+    /// now, next to the file's last block when possible).
+    fn writeback(&mut self) -> Result<(), String> {
+        let dirty = std::mem::take(&mut self.dirty);
+        for ((dev, ino, p), (sig, hint)) in dirty {
+            let key = (dev, ino);
+            let f = self.files.entry(key).or_default();
+            let lpn = match f.blocks.get(&p) {
+                Some(&l) => l,
+                None => {
+                    let goal = f.last_lpn.map(|l| l + 1);
+                    let l = match self.alloc.as_mut() {
+                        Some(a) => a.alloc(goal).ok_or_else(|| {
+                            format!(
+                                "file-system model is out of space ({} pages): give a larger size",
+                                self.pages
+                            )
+                        })?,
+                        None => {
+                            self.dry_next += 1;
+                            self.dry_next
+                        }
+                    };
+                    self.live += 1;
+                    self.peak = self.peak.max(self.live);
+                    f.blocks.insert(p, l);
+                    l
+                }
+            };
+            f.last_lpn = Some(lpn);
+            self.stats.write_pages += 1;
+            self.stats.data_pages += 1;
+            if sig.is_some() {
+                self.stats.signed_pages += 1;
+            }
+            push_page(
+                &mut self.ops,
+                lpn,
+                (Some(key), p, sig, hint, WriteClass::Data),
+            );
+        }
+        Ok(())
+    }
 }
 
 fn model_pass(
     evs: impl Iterator<Item = Ev>,
     pages: u64,
+    writeback_pages: u64,
     dry: bool,
 ) -> Result<(Vec<Op>, u64, JoinStats), String> {
-    let mut alloc = if dry {
-        None
-    } else {
-        Some(Allocator::new(pages))
+    let mut m = Model {
+        alloc: if dry {
+            None
+        } else {
+            Some(Allocator::new(pages))
+        },
+        pages,
+        dry_next: 0,
+        live: 0,
+        peak: 0,
+        files: HashMap::new(),
+        dirty: BTreeMap::new(),
+        ops: Vec::new(),
+        stats: JoinStats::default(),
     };
-    let mut dry_next = 0u64;
-    let mut live = 0u64;
-    let mut peak = 0u64;
-    let mut files: HashMap<(u64, u64), ModelFile> = HashMap::new();
-    let mut ops = Vec::new();
-    let mut stats = JoinStats::default();
     for ev in evs {
         match ev {
             Ev::ShimWrite(w) => {
-                stats.shim_writes += 1;
+                m.stats.shim_writes += 1;
                 let key = file_of(&w.file);
-                let f = files.entry(key).or_default();
                 let sig = (w.signature != 0).then_some(w.signature);
+                let hint = m.files.get(&key).map_or(0, |f| f.app_hint);
                 for p in pages_of(w.offset, w.len) {
-                    let lpn = match f.blocks.get(&p) {
-                        Some(&l) => l,
-                        None => {
-                            let goal = f.last_lpn.map(|l| l + 1);
-                            let l = match alloc.as_mut() {
-                                Some(a) => a.alloc(goal).ok_or_else(|| {
-                                    format!(
-                                        "file-system model is out of space ({pages} pages): \
-                                         give a larger device size"
-                                    )
-                                })?,
-                                None => {
-                                    dry_next += 1;
-                                    dry_next
-                                }
-                            };
-                            live += 1;
-                            peak = peak.max(live);
-                            f.blocks.insert(p, l);
-                            l
-                        }
-                    };
-                    f.last_lpn = Some(lpn);
-                    stats.write_pages += 1;
-                    stats.data_pages += 1;
-                    if sig.is_some() {
-                        stats.signed_pages += 1;
-                    }
-                    push_page(
-                        &mut ops,
-                        lpn,
-                        (Some(key), p, sig, f.app_hint, WriteClass::Data),
-                    );
+                    m.dirty.insert((key.0, key.1, p), (sig, hint));
+                }
+                if m.dirty.len() as u64 >= writeback_pages {
+                    m.writeback()?;
                 }
             }
             Ev::AppHint(h) => {
                 if let Some(v) = app_hint_of(&h) {
-                    files.entry(file_of(&h.file)).or_default().app_hint = v;
+                    m.files.entry(file_of(&h.file)).or_default().app_hint = v;
                 }
             }
             Ev::ShimInvalidate(i) => {
-                stats.shim_invalidations += 1;
+                m.stats.shim_invalidations += 1;
                 let key = file_of(&i.file);
                 let op = invalidate_op(&i);
-                ops.push(op);
+                m.ops.push(op);
                 let Op::InvalidateFile {
                     first_page, pages, ..
                 } = op
                 else {
                     unreachable!()
                 };
-                let Some(f) = files.get_mut(&key) else {
+                let end = first_page.saturating_add(pages);
+                // Dirty pages of the range die in the cache, never written.
+                let cached: Vec<(u64, u64, u64)> = m
+                    .dirty
+                    .range((key.0, key.1, first_page)..(key.0, key.1, end))
+                    .map(|(&k, _)| k)
+                    .collect();
+                for k in cached {
+                    m.dirty.remove(&k);
+                }
+                let Some(f) = m.files.get_mut(&key) else {
                     continue;
                 };
-                let end = first_page.saturating_add(pages);
                 let dead: Vec<(u64, u64)> = f
                     .blocks
                     .range(first_page..end)
@@ -857,10 +920,10 @@ fn model_pass(
                 let mut lpns: Vec<u64> = Vec::with_capacity(dead.len());
                 for (p, l) in dead {
                     f.blocks.remove(&p);
-                    if let Some(a) = alloc.as_mut() {
+                    if let Some(a) = m.alloc.as_mut() {
                         a.set(l, false);
                     }
-                    live -= 1;
+                    m.live -= 1;
                     lpns.push(l);
                 }
                 if f.blocks.is_empty() {
@@ -874,8 +937,8 @@ fn model_pass(
                     while k + n < lpns.len() && lpns[k + n] == lpns[k] + n as u64 {
                         n += 1;
                     }
-                    stats.trim_pages += n as u64;
-                    ops.push(Op::Trim {
+                    m.stats.trim_pages += n as u64;
+                    m.ops.push(Op::Trim {
                         lpn: lpns[k],
                         pages: n as u64,
                     });
@@ -885,7 +948,8 @@ fn model_pass(
             Ev::Extent(_) | Ev::Block(_) => {}
         }
     }
-    Ok((ops, peak, stats))
+    m.writeback()?;
+    Ok((m.ops, m.peak, m.stats))
 }
 
 /// What one replay run measured, beyond the device's own statistics.
