@@ -44,3 +44,141 @@ fn sequential_writes_coalesce_into_runs() {
         .count();
     assert_eq!(unlinks, 1, "the program deletes its 4 MiB file");
 }
+
+/// Decodes one datagram (an encoded `EventBatch`) with the trace reader.
+fn decode_batch(payload: &[u8]) -> pcstream_placement::wire::EventBatch {
+    use pcstream_placement::trace::{TraceReader, MAGIC};
+    use pcstream_placement::wire::trace_record::Record;
+    let mut rec = vec![0x12u8];
+    let mut n = payload.len();
+    loop {
+        let b = (n & 0x7f) as u8;
+        n >>= 7;
+        if n == 0 {
+            rec.push(b);
+            break;
+        }
+        rec.push(b | 0x80);
+    }
+    rec.extend_from_slice(payload);
+    let mut file = MAGIC.to_vec();
+    let mut n = rec.len();
+    loop {
+        let b = (n & 0x7f) as u8;
+        n >>= 7;
+        if n == 0 {
+            file.push(b);
+            break;
+        }
+        file.push(b | 0x80);
+    }
+    file.extend_from_slice(&rec);
+    let mut r = TraceReader::new("datagram".into(), file.as_slice()).unwrap();
+    match r.next_record().unwrap().unwrap().record {
+        Some(Record::Batch(b)) => b,
+        other => panic!("not a batch: {other:?}"),
+    }
+}
+
+#[test]
+fn events_go_to_the_daemon_socket_as_datagrams() {
+    use std::os::unix::net::UnixDatagram;
+    let bin = program("shim_paths", FP);
+    let dir = tempfile::tempdir().unwrap();
+    let sock_path = dir.path().join("events.sock");
+    let sock = UnixDatagram::bind(&sock_path).unwrap();
+    sock.set_read_timeout(Some(std::time::Duration::from_secs(5)))
+        .unwrap();
+    let out = dir.path().join("out");
+    Run::shim()
+        .env("PCSTREAM_SOCKET", sock_path.to_str().unwrap())
+        .stdout(&bin, &[out.to_str().unwrap()]);
+    let mut batches = Vec::new();
+    sock.set_nonblocking(true).unwrap();
+    let mut buf = vec![0u8; 1 << 17];
+    while let Ok(n) = sock.recv(&mut buf) {
+        batches.push(decode_batch(&buf[..n]));
+    }
+    assert!(!batches.is_empty(), "datagrams arrived");
+    let seqs: Vec<u64> = batches.iter().map(|b| b.seq).collect();
+    assert_eq!(
+        seqs,
+        (0..batches.len() as u64).collect::<Vec<_>>(),
+        "no gaps"
+    );
+    let writes = batches
+        .iter()
+        .flat_map(|b| b.events.iter())
+        .filter(|e| matches!(e.kind, Some(Kind::Write(_))))
+        .count();
+    assert_eq!(writes, 32);
+    let last = batches.last().unwrap().events.last().unwrap();
+    assert!(
+        matches!(&last.kind, Some(Kind::Process(p)) if p.dropped == 0),
+        "EXIT with nothing dropped: {last:?}"
+    );
+}
+
+#[test]
+fn a_dead_daemon_socket_drops_and_counts_without_blocking() {
+    use std::os::unix::net::UnixDatagram;
+    let bin = program("shim_paths", FP);
+    let dir = tempfile::tempdir().unwrap();
+    let sock_path = dir.path().join("events.sock");
+    // The path exists but nobody listens: every send fails (ECONNREFUSED).
+    drop(UnixDatagram::bind(&sock_path).unwrap());
+    let rec = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    Run::record(rec.path())
+        .env("PCSTREAM_SOCKET", sock_path.to_str().unwrap())
+        .stdout(&bin, &[out.to_str().unwrap()]);
+    let t = only_trace(rec.path());
+    assert_eq!(
+        writes_to(&t, &out).len(),
+        32,
+        "the trace file still gets everything"
+    );
+    let exit = *t.process_events().last().unwrap();
+    let recorded_before_exit: u64 = t.batches[..t.batches.len() - 1]
+        .iter()
+        .map(|b| b.events.len() as u64)
+        .sum();
+    assert_eq!(
+        exit.dropped, recorded_before_exit,
+        "each unsent event is counted"
+    );
+}
+
+#[test]
+fn the_shim_registers_no_thread_local_destructor() {
+    let lib = pcstream_tests::target_profile_dir()
+        .join("shim-c")
+        .join("libshim_tlsdtor.so");
+    std::fs::create_dir_all(lib.parent().unwrap()).unwrap();
+    pcstream_tests::compile_c(
+        &pcstream_tests::c_dir().join("shim_tlsdtor.c"),
+        &lib,
+        &["-O2", "-shared", "-fPIC", "-ldl"],
+    );
+    let bin = program("shim_threads", FP);
+    let work = tempfile::tempdir().unwrap();
+    let rec = tempfile::tempdir().unwrap();
+    let preload = format!("{}:{}", lib.display(), pcstream_tests::shim().display());
+    let o = Run::record(rec.path())
+        .env("LD_PRELOAD", &preload)
+        .output(&bin, &[work.path().to_str().unwrap(), "50"]);
+    assert!(o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        !err.contains("TLSDTOR"),
+        "a TLS destructor was registered:\n{err}"
+    );
+    let t = only_trace(rec.path());
+    assert_eq!(writes_to(&t, &work.path().join("shared")).len(), 8 * 50);
+    // Positive control: the probe does see a registration.
+    let control = program("shim_tlsdtor", &["-O2", "-DPROBE_MAIN", "-ldl"]);
+    let o = Run::plain()
+        .env("LD_PRELOAD", lib.to_str().unwrap())
+        .output(&control, &[]);
+    assert!(String::from_utf8_lossy(&o.stderr).contains("TLSDTOR pthread_key_create"));
+}
