@@ -116,31 +116,43 @@ fn bench(c: &mut Criterion) {
             )
         })
     });
-    g.bench_function("per_write_total_fp", |b| {
-        with_stack(8, 2, true, |rec| {
-            let file = FileId { dev: 2049, ino: 99 };
-            hint::remember(file, 3);
-            b.iter(|| {
-                // SAFETY: as above.
-                let cap = unsafe { signature::capture(table, rec, params(Unwind::Auto)) };
-                let stream = hint::stream_for(cap.signature.0);
-                let h = hint::cached(file).unwrap_or(0);
-                events::push(
-                    &Kind::Write {
-                        file,
-                        offset: 4096,
-                        len: 4096,
-                        signature: cap.signature.0,
-                        stream,
-                        hint: h as u32,
-                        call: WriteCall::Write,
-                    },
-                    u64::MAX,
-                    false,
-                );
+    // One intercepted write, everything but the syscall: signature (fp
+    // chain, cache hit), mapping lookup, hint cache, event batching. The
+    // "scattered" case writes at unrelated offsets (one event per write); the
+    // "sequential" case continues the previous write (coalesced into a run).
+    for (name, stride) in [
+        ("per_write_total_scattered", 3 * 4096u64),
+        ("per_write_total_sequential", 4096),
+    ] {
+        g.bench_function(name, |b| {
+            with_stack(8, 2, true, |rec| {
+                let file = FileId { dev: 2049, ino: 99 };
+                hint::remember(file, 3);
+                let mut offset = 0u64;
+                b.iter(|| {
+                    let mut cap = signature::Captured::new();
+                    // SAFETY: as above.
+                    unsafe { signature::capture_into(table, rec, params(Unwind::Auto), &mut cap) };
+                    let stream = hint::stream_for(cap.signature.0);
+                    let h = hint::cached(file).unwrap_or(0);
+                    offset = (offset + stride) % (1 << 30);
+                    events::push(
+                        &Kind::Write {
+                            file,
+                            offset,
+                            len: 4096,
+                            signature: cap.signature.0,
+                            stream,
+                            hint: h as u32,
+                            call: WriteCall::Write,
+                        },
+                        u64::MAX,
+                        false,
+                    );
+                })
             })
-        })
-    });
+        });
+    }
     g.finish();
 }
 

@@ -34,9 +34,11 @@ thread_local! {
     static IN_SHIM: Cell<bool> = const { Cell::new(false) };
 }
 
-/// Proof that this thread is inside the shim with the shim active.
+/// Proof that this thread is inside the shim with the shim active. Holds a
+/// pointer to the thread's guard flag, so the guard costs one thread-local
+/// lookup per call.
 #[derive(Debug)]
-pub struct Guard(());
+pub struct Guard(*const Cell<bool>);
 
 impl Guard {
     /// Enters the shim, or `None` when the call must pass straight through.
@@ -50,9 +52,17 @@ impl Guard {
                 None
             } else {
                 c.set(true);
-                Some(Guard(()))
+                Some(Guard(c as *const Cell<bool>))
             }
         })
+    }
+
+    #[inline(always)]
+    fn flag(&self) -> &Cell<bool> {
+        // SAFETY: the flag is this thread's thread-local; the guard lives on
+        // this thread's stack within one call, so the thread (and its
+        // thread-locals) outlive it. Cell<bool> has no destructor.
+        unsafe { &*self.0 }
     }
 
     /// Like [`Guard::enter`] for calls that would produce a write event: a
@@ -71,9 +81,9 @@ impl Guard {
     /// interrupt the real call are traced like any other code).
     #[inline(always)]
     pub fn call<R>(&self, f: impl FnOnce() -> R) -> R {
-        IN_SHIM.with(|c| c.set(false));
+        self.flag().set(false);
         let r = f();
-        IN_SHIM.with(|c| c.set(true));
+        self.flag().set(true);
         r
     }
 
@@ -93,7 +103,7 @@ impl Guard {
 impl Drop for Guard {
     #[inline(always)]
     fn drop(&mut self) {
-        IN_SHIM.with(|c| c.set(false));
+        self.flag().set(false);
     }
 }
 
