@@ -80,11 +80,23 @@ impl Drop for Forwarding {
 /// Runs `argv` with the extra environment `env`, forwarding signals, and
 /// returns its exit status once it has ended.
 pub fn run_child(argv: &[OsString], env: &[(OsString, OsString)]) -> anyhow::Result<ExitStatus> {
+    run_child_in(argv, env, None)
+}
+
+/// [`run_child`] in the working directory `cwd` (the caller's when `None`).
+pub fn run_child_in(
+    argv: &[OsString],
+    env: &[(OsString, OsString)],
+    cwd: Option<&std::path::Path>,
+) -> anyhow::Result<ExitStatus> {
     let (program, args) = argv
         .split_first()
         .context("no command given (expected `-- CMD ARGS...`)")?;
     let mut cmd = Command::new(program);
     cmd.args(args);
+    if let Some(dir) = cwd {
+        cmd.current_dir(dir);
+    }
     for (k, v) in env {
         cmd.env(k, v);
     }

@@ -6,6 +6,7 @@
 
 use clap::{Parser, Subcommand};
 
+mod devtrace;
 mod extents;
 mod launch;
 mod merge;

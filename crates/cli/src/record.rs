@@ -3,6 +3,7 @@
 //! then merges the per-process files into `DIR/trace.pcstrace`, ordered by
 //! time (see [`crate::merge`]), and prints a summary.
 
+use crate::devtrace::{self, DeviceTraceOptions, DeviceTracer};
 use crate::run::ShimOptions;
 use crate::{launch, merge};
 use anyhow::Context;
@@ -16,6 +17,8 @@ use std::process::ExitCode;
 pub const TRACE_FILE: &str = "trace.pcstrace";
 /// Directory of the per-process files inside the output directory.
 pub const PARTS_DIR: &str = "procs";
+/// Sub-directory of the output holding the scratch device during `--device-trace`.
+pub const DEVICE_DIR: &str = "device";
 /// Machine-readable summary written next to the trace.
 pub const SUMMARY_FILE: &str = "summary.json";
 
@@ -37,11 +40,49 @@ pub struct RecordArgs {
     /// Overwrite an existing trace in DIR.
     #[arg(long)]
     pub force: bool,
+    /// Also record what a block device really receives (root only): the
+    /// command runs in a fresh ext4 file system on a loop device, mounted with
+    /// `discard`, as its working directory (also `$PCSTREAM_DEVICE_DIR`, with
+    /// `TMPDIR` inside it); tracefs records the device's requests and the
+    /// file-system's block mappings into the trace. See docs/cli.md.
+    #[arg(long)]
+    pub device_trace: bool,
+    /// Size of the scratch device for --device-trace (e.g. 2G, 512M).
+    #[arg(long, value_name = "SIZE", default_value = "2G", value_parser = parse_size)]
+    pub device_size: u64,
     #[command(flatten)]
     pub shim: ShimOptions,
     /// The command and its arguments.
     #[arg(last = true, required = true, value_name = "CMD")]
     pub command: Vec<OsString>,
+}
+
+/// Parses `512M`, `2G`, `1048576` (bytes; K/M/G/T are powers of 1024).
+fn parse_size(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let (num, mult) = match t.char_indices().last() {
+        Some((i, c)) if c.is_ascii_alphabetic() => {
+            let m = match c.to_ascii_uppercase() {
+                'K' => 1u64 << 10,
+                'M' => 1 << 20,
+                'G' => 1 << 30,
+                'T' => 1 << 40,
+                _ => return Err(format!("unknown size suffix in {s:?} (use K, M, G or T)")),
+            };
+            (&t[..i], m)
+        }
+        _ => (t, 1),
+    };
+    let n: u64 = num
+        .parse()
+        .map_err(|_| format!("{s:?} is not a size (e.g. 512M, 2G)"))?;
+    let bytes = n
+        .checked_mul(mult)
+        .ok_or_else(|| format!("size {s:?} is too large"))?;
+    if bytes < 64 << 20 {
+        return Err(format!("device size {s:?} is below the 64M minimum"));
+    }
+    Ok(bytes)
 }
 
 /// CLOCK_MONOTONIC and the wall clock now, in nanoseconds.
@@ -143,8 +184,30 @@ pub fn run(args: RecordArgs) -> anyhow::Result<ExitCode> {
         "PCSTREAM_RECORD_DIR".into(),
         parts_dir.clone().into_os_string(),
     ));
+    let tracer = if args.device_trace {
+        let t = DeviceTracer::start(&DeviceTraceOptions {
+            size_bytes: args.device_size,
+            work_dir: out.join(DEVICE_DIR),
+            buffer_kb: 16 << 10,
+        })?;
+        let tmp = t.mount_point().join("tmp");
+        std::fs::create_dir_all(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
+        env.push(("PCSTREAM_DEVICE_DIR".into(), t.mount_point().into()));
+        env.push(("TMPDIR".into(), tmp.into_os_string()));
+        Some(t)
+    } else {
+        None
+    };
     let (start_mono_ns, start_unix_ns) = clocks_now();
-    let status = launch::run_child(&args.command, &env)?;
+    let status = launch::run_child_in(
+        &args.command,
+        &env,
+        tracer.as_ref().map(|t| t.mount_point()),
+    );
+    // Tear the device down whatever the command did; its records go into the trace.
+    let device = tracer.map(|t| t.finish()).transpose();
+    let status = status?;
+    let device = device.context("finishing the device recording")?;
 
     let parts = part_files(&parts_dir)?;
     let header = wire::TraceHeader {
@@ -161,8 +224,15 @@ pub fn run(args: RecordArgs) -> anyhow::Result<ExitCode> {
     let tmp = out.join(format!("{TRACE_FILE}.tmp"));
     let writer = TraceWriter::create(&tmp)?;
     let t0 = std::time::Instant::now();
-    let (mut summary, _) = merge::merge(&parts, header, writer)
+    let (mut summary, inner) = merge::merge(&parts, header, writer)
         .with_context(|| format!("merging {} into {}", parts_dir.display(), trace.display()))?;
+    if let Some(d) = &device {
+        // Device records follow the shim's events (readers order by time).
+        let mut w = TraceWriter::resume(tmp.clone(), inner);
+        devtrace::write_records(d, &mut w)?;
+        w.finish()?;
+        eprintln!("{}", d.describe());
+    }
     summary.merge_ms = t0.elapsed().as_millis() as u64;
     std::fs::rename(&tmp, &trace)
         .with_context(|| format!("renaming {} to {}", tmp.display(), trace.display()))?;

@@ -212,6 +212,16 @@ impl<W: Write> TraceWriter<W> {
         })
     }
 
+    /// Wraps a writer positioned after the magic and records of a trace being
+    /// written (e.g. one returned by [`TraceWriter::finish`]), to append more.
+    pub fn resume(path: PathBuf, inner: W) -> Self {
+        TraceWriter {
+            path,
+            inner,
+            buf: Vec::new(),
+        }
+    }
+
     /// Appends one record.
     pub fn write_record(&mut self, rec: &wire::TraceRecord) -> Result<(), TraceError> {
         self.buf.clear();
