@@ -262,6 +262,22 @@ struct Report<'a> {
 
 /// Runs the subcommand.
 pub fn run(args: SimArgs) -> anyhow::Result<ExitCode> {
+    let (cfg, info, stats) = simulate(&args)?;
+    if args.json {
+        let report = Report {
+            config: &cfg,
+            run: &info,
+            stats: &stats,
+        };
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print_table(&cfg, &info, &stats);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Builds the device, runs the workload and returns what to report.
+fn simulate(args: &SimArgs) -> anyhow::Result<(Config, RunInfo, Stats)> {
     let cfg = args.config();
     let mut ssd = Ssd::new(cfg.clone()).context("invalid device configuration")?;
     let l = ssd.logical_pages();
@@ -397,17 +413,7 @@ pub fn run(args: SimArgs) -> anyhow::Result<ExitCode> {
     let rate = |secs: f64| if secs > 0.0 { flash / secs } else { 0.0 };
     info.flash_pages_per_s = rate(info.wall_seconds);
     info.flash_pages_per_cpu_s = rate(info.cpu_seconds);
-    if args.json {
-        let report = Report {
-            config: &cfg,
-            run: &info,
-            stats: &stats,
-        };
-        println!("{}", serde_json::to_string_pretty(&report)?);
-    } else {
-        print_table(&cfg, &info, &stats);
-    }
-    Ok(ExitCode::SUCCESS)
+    Ok((cfg, info, stats))
 }
 
 /// CPU time of the calling thread, seconds (0 if the clock is unavailable).
@@ -505,4 +511,163 @@ fn print_table(cfg: &Config, info: &RunInfo, s: &Stats) {
         println!("(shared GC stream: {} blocks)", s.gc_stream_blocks);
     }
     println!("lifetimes in host pages written between a page's write and its invalidation");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+    use std::io::Write;
+
+    #[derive(Debug, Parser)]
+    struct Cli {
+        #[command(flatten)]
+        sim: SimArgs,
+    }
+
+    /// A small device (4 × 64 blocks × 32 pages) plus the given arguments.
+    fn args(extra: &[&str]) -> SimArgs {
+        let mut v = vec![
+            "sim",
+            "--channels",
+            "2",
+            "--ways",
+            "2",
+            "--blocks-per-unit",
+            "64",
+            "--pages-per-block",
+            "32",
+        ];
+        v.extend_from_slice(extra);
+        Cli::try_parse_from(v).unwrap().sim
+    }
+
+    fn trace(text: &str) -> tempfile::NamedTempFile {
+        let mut f = tempfile::NamedTempFile::new().unwrap();
+        f.write_all(text.as_bytes()).unwrap();
+        f
+    }
+
+    #[test]
+    fn json_report_has_the_promised_fields() {
+        let a = args(&[
+            "--streams",
+            "3",
+            "--synthetic",
+            "hotcold:0.2/0.8:seq",
+            "--prefill",
+            "1",
+            "--writes",
+            "20000",
+            "--timing",
+        ]);
+        let (cfg, info, stats) = simulate(&a).unwrap();
+        let report = Report {
+            config: &cfg,
+            run: &info,
+            stats: &stats,
+        };
+        let v = serde_json::to_value(&report).unwrap();
+        for key in [
+            "waf",
+            "host_pages",
+            "gc_pages",
+            "erases",
+            "physical_pages",
+            "logical_pages",
+            "per_stream",
+            "flash_pages_per_s",
+            "config",
+            "throughput",
+        ] {
+            assert!(v.get(key).is_some(), "missing {key}");
+        }
+        assert_eq!(v["host_pages"], 20000);
+        assert_eq!(v["physical_pages"], 4 * 64 * 32);
+        assert_eq!(v["per_stream"].as_array().unwrap().len(), 3);
+        // Hot writes went to stream 1, cold ones to stream 2, none to 0.
+        assert_eq!(v["per_stream"][0]["host_pages"], 0);
+        let hot = v["per_stream"][1]["host_pages"].as_u64().unwrap();
+        assert!((15000..17000).contains(&hot), "{hot}");
+    }
+
+    #[test]
+    fn uniform_greedy_reports_the_model() {
+        let a = args(&[
+            "--streams",
+            "1",
+            "--synthetic",
+            "uniform",
+            "--writes",
+            "1000",
+        ]);
+        let (_, info, stats) = simulate(&a).unwrap();
+        assert!(info.model_waf.unwrap() > 1.0);
+        assert_eq!(stats.host_pages, 1000);
+        let a = args(&[
+            "--streams",
+            "1",
+            "--synthetic",
+            "uniform",
+            "--writes",
+            "1000",
+            "--gc",
+            "cost-benefit",
+        ]);
+        assert!(simulate(&a).unwrap().1.model_waf.is_none());
+    }
+
+    #[test]
+    fn replays_an_msr_trace_with_streams_and_discards() {
+        let t = trace("1,h,0,Write,0,8192,5,2\n2,h,0,Read,0,4096,5\n3,h,0,Write,4096,4096,5,7\n");
+        let path = t.path().to_str().unwrap();
+        let a = args(&["--streams", "3", "--trace", path, "--format", "msr"]);
+        let (_, info, stats) = simulate(&a).unwrap();
+        assert_eq!(info.trace_records, Some(3));
+        assert_eq!(info.trace_reads, Some(1));
+        assert_eq!(stats.host_pages, 3);
+        assert_eq!(stats.per_stream[2].host_pages, 2);
+        // Stream 7 does not exist on a 3-stream device: the default stream.
+        assert_eq!(stats.per_stream[0].host_pages, 1);
+        let t = trace("fio version 2 iolog\n/dev/x write 0 16384\n/dev/x trim 0 8192\n");
+        let a = args(&["--trace", t.path().to_str().unwrap(), "--format", "fio"]);
+        let (_, _, stats) = simulate(&a).unwrap();
+        assert_eq!(
+            (stats.host_pages, stats.trimmed_pages, stats.valid_pages),
+            (4, 2, 2)
+        );
+    }
+
+    #[test]
+    fn bad_traces_name_file_and_line() {
+        let t = trace("1,h,0,Write,0,4096,5\n2,h,0,Write,x,4096,5\n");
+        let path = t.path().to_str().unwrap().to_string();
+        let a = args(&["--trace", &path, "--format", "msr"]);
+        let e = format!("{:#}", simulate(&a).unwrap_err());
+        assert!(e.contains(&format!("{path}:2:")), "{e}");
+        // Beyond the logical space: an error naming the line, unless --wrap.
+        let t = trace("1,h,0,Write,1099511627776,4096,5\n");
+        let path = t.path().to_str().unwrap().to_string();
+        let e = format!(
+            "{:#}",
+            simulate(&args(&["--trace", &path, "--format", "msr"])).unwrap_err()
+        );
+        assert!(
+            e.contains(&format!("{path}:1:")) && e.contains("--wrap"),
+            "{e}"
+        );
+        let (_, _, s) = simulate(&args(&["--trace", &path, "--format", "msr", "--wrap"])).unwrap();
+        assert_eq!(s.host_pages, 1);
+    }
+
+    #[test]
+    fn bad_options_are_errors() {
+        assert!(Cli::try_parse_from(["sim", "--synthetic", "zipf"]).is_err());
+        assert!(Cli::try_parse_from(["sim"]).is_err());
+        assert!(Cli::try_parse_from(["sim", "--trace", "x"]).is_err());
+        let e = simulate(&args(&["--op", "0", "--synthetic", "seq"])).unwrap_err();
+        assert!(format!("{e:#}").contains("spare blocks"), "{e:#}");
+        let e = simulate(&args(&["--prefill", "2", "--synthetic", "seq"])).unwrap_err();
+        assert!(format!("{e:#}").contains("--prefill"), "{e:#}");
+    }
 }

@@ -64,7 +64,7 @@ mod tests {
         let mut x = -(-1.0f64).exp() + 1e-12;
         while x < 0.0 {
             let w = lambert_w0_neg(x);
-            assert!(w >= -1.0 && w <= 0.0, "x {x} w {w}");
+            assert!((-1.0..=0.0).contains(&w), "x {x} w {w}");
             assert!((w * w.exp() - x).abs() < 1e-12, "x {x} w {w}");
             x += 0.0123;
         }
