@@ -221,6 +221,11 @@ impl DeviceTracer {
             lost_events: trace.lost_events,
         };
         self.teardown();
+        // The raw text is parsed into the trace; keep nothing machine-sized behind.
+        let _ = fs::remove_file(&self.raw_path);
+        if let Some(dir) = self.raw_path.parent() {
+            let _ = fs::remove_dir(dir);
+        }
         Ok(trace)
     }
 
