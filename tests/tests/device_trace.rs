@@ -24,8 +24,9 @@ use std::process::Command;
 #[test]
 fn db_bench_device_writes_are_attributed_and_deletions_trim() {
     // SAFETY: geteuid has no preconditions.
+    let uid = unsafe { libc::geteuid() };
     assert_eq!(
-        unsafe { libc::geteuid() },
+        uid,
         0,
         "device-trace tests need root (loop devices, mount, tracefs)"
     );
