@@ -129,6 +129,16 @@ int main(int argc, char **argv) {
     SHOW("pwrite append (ignores offset)", pwrite(ap, "!", 1, 0));
     SHOW("close append", close(ap));
     SHOW("size append", file_size(p("append")));
+    int sf = open(p("setfl"), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    SHOW("write before F_SETFL", write(sf, "hello", 5));
+    SHOW("F_SETFL O_APPEND", fcntl(sf, F_SETFL, O_APPEND));
+    SHOW("lseek setfl to 0", lseek(sf, 0, SEEK_SET));
+    SHOW("write after F_SETFL", write(sf, "world", 5));
+    SHOW("fcntl F_SETFL 0", fcntl(sf, F_SETFL, 0));
+    struct iovec one = {"abc", 3};
+    SHOW("pwritev2 RWF_APPEND", pwritev2(sf, &one, 1, 0, RWF_APPEND));
+    SHOW("size setfl", file_size(p("setfl")));
+    SHOW("close setfl", close(sf));
 
     /* --- stdio --- */
     FILE *f = fopen(p("stdio"), "w");

@@ -86,6 +86,12 @@ fn recorded_events_describe_the_calls() {
         .map(|e| (e.offset, e.len))
         .collect();
     assert_eq!(app, vec![(0, 5), (5, 5), (10, 1)]);
+    // O_APPEND switched on with F_SETFL, and pwritev2(RWF_APPEND).
+    let setfl: Vec<_> = writes_to(&t, &work.path().join("setfl"))
+        .iter()
+        .map(|e| (e.offset, e.len))
+        .collect();
+    assert_eq!(setfl, vec![(0, 5), (5, 5), (10, 3)]);
     // stdio: fwrite 30, fputs 5, fprintf 10, [fwrite_unlocked 5: a glibc
     // header macro inlines it for small constant sizes, no call to see],
     // fputs_unlocked 2. Offsets are the stream positions.

@@ -72,8 +72,11 @@ fn bench(c: &mut Criterion) {
     g.bench_function("signature_fp_walk_5_frames", |b| {
         with_stack(8, 2, true, |rec| {
             b.iter(|| {
+                let mut cap = signature::Captured::new();
                 // SAFETY: rec points into with_stack's frame, alive for the closure.
-                let cap = unsafe { signature::capture(table, rec, params(Unwind::FramePointer)) };
+                unsafe {
+                    signature::capture_into(table, rec, params(Unwind::FramePointer), &mut cap)
+                };
                 assert_eq!(cap.n, 5);
                 black_box(cap.signature)
             })
@@ -82,8 +85,9 @@ fn bench(c: &mut Criterion) {
     g.bench_function("signature_stack_scan_5_frames", |b| {
         with_stack(8, 3, false, |rec| {
             b.iter(|| {
+                let mut cap = signature::Captured::new();
                 // SAFETY: as above.
-                let cap = unsafe { signature::capture(table, rec, params(Unwind::Scan)) };
+                unsafe { signature::capture_into(table, rec, params(Unwind::Scan), &mut cap) };
                 assert_eq!(cap.n, 5);
                 black_box(cap.signature)
             })

@@ -332,8 +332,20 @@ unsafe fn pwritev2_common(
     // SAFETY: as above.
     let r = g.call(|| unsafe { real(fd, iov, cnt, off, fl) });
     if r > 0 {
-        // offset -1: the current file position is used (and advanced).
-        let off = (off >= 0).then_some(off as u64);
+        // offset -1: the current file position is used (and advanced);
+        // RWF_APPEND: appended like O_APPEND (the position is not moved, so
+        // the end of file minus the length is where it went).
+        const RWF_APPEND: c_int = 0x10;
+        let off = if fl & RWF_APPEND != 0 {
+            Some(
+                g.observe(|| {
+                    files::fstat(fd).map_or(0, |(_, _, size)| size.saturating_sub(r as u64))
+                })
+                .unwrap_or(0),
+            )
+        } else {
+            (off >= 0).then_some(off as u64)
+        };
         let call = if off.is_some() {
             WriteCall::Pwritev
         } else {
@@ -820,6 +832,10 @@ unsafe fn fcntl_common(real: &Real<FcntlFn>, fd: c_int, cmd: c_int, arg: usize) 
                 files::clear(r);
                 files::untrack(fd);
             });
+        }
+        // O_APPEND may have changed: forget what the table knew.
+        libc::F_SETFL if r == 0 => {
+            g.observe(|| files::clear(fd));
         }
         _ => {}
     }

@@ -23,6 +23,7 @@ use crate::config::{Unwind, MAX_FRAMES};
 use crate::modules::Table;
 use pcstream_placement::signature::{mix64, Signature, SignatureBuilder};
 use std::cell::Cell;
+use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// How the frames of a capture were obtained (wire `UnwindMethod`).
@@ -59,8 +60,10 @@ pub struct Frame {
 pub struct Captured {
     /// Hash of the frames.
     pub signature: Signature,
-    /// Frames, innermost first; the first `n` are valid.
-    pub frames: [Frame; MAX_FRAMES],
+    /// Frames, innermost first; the first `n` are initialised (read them
+    /// with [`Captured::frames`]). Left uninitialised otherwise: zeroing
+    /// them would cost more than the cached capture itself.
+    frames: [MaybeUninit<Frame>; MAX_FRAMES],
     /// Number of valid frames.
     pub n: usize,
     /// How they were obtained.
@@ -78,7 +81,7 @@ impl Captured {
     pub const fn new() -> Self {
         Captured {
             signature: Signature(0),
-            frames: [Frame { key: 0, offset: 0 }; MAX_FRAMES],
+            frames: [MaybeUninit::uninit(); MAX_FRAMES],
             n: 0,
             method: Method::FramePointer,
             cached: false,
@@ -101,7 +104,11 @@ impl Captured {
         } else {
             self.n.min(MAX_FRAMES)
         };
-        self.frames[..n].iter()
+        self.frames[..n].iter().map(|f| {
+            // SAFETY: `push` initialises frames[i] before counting it in `n`
+            // (and a cached capture reports none).
+            unsafe { f.assume_init_ref() }
+        })
     }
 }
 
@@ -567,10 +574,10 @@ fn push(table: &Table, out: &mut Captured, addr: usize) -> Step {
     if h.module.own {
         out.skipped = true;
     } else if out.n < MAX_FRAMES {
-        out.frames[out.n] = Frame {
+        out.frames[out.n] = MaybeUninit::new(Frame {
             key: h.module.key,
             offset: h.offset,
-        };
+        });
         out.n += 1;
     }
     Step::Code
@@ -626,7 +633,7 @@ mod tests {
         let a = capture_here(p);
         assert_eq!(a.n, 1, "zero rbp ends the chain after the record's frame");
         assert_eq!(a.method, Method::FramePointer);
-        let f = a.frames[0];
+        let f = *a.frames().next().unwrap();
         let t = modules::table().unwrap();
         let h = t.lookup(libc::getpid as *const () as usize + 1).unwrap();
         assert_eq!((f.key, f.offset), (h.module.key, h.offset));
