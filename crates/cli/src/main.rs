@@ -6,6 +6,8 @@
 
 use clap::{Parser, Subcommand};
 
+mod charts;
+mod compare;
 mod devtrace;
 mod extents;
 mod launch;
@@ -35,6 +37,8 @@ enum Command {
     Record(record::RecordArgs),
     /// Summarise a trace: signatures with volume, calls, files and call paths.
     TraceStats(trace_stats::TraceStatsArgs),
+    /// Replay traces through every placement policy on a simulated SSD: WAF, IOPS, lifetimes.
+    Compare(compare::CompareArgs),
 }
 
 fn main() -> std::process::ExitCode {
@@ -44,6 +48,7 @@ fn main() -> std::process::ExitCode {
         Command::Run(a) => run::run(a),
         Command::Record(a) => record::run(a),
         Command::TraceStats(a) => trace_stats::run(a),
+        Command::Compare(a) => compare::run(a),
     };
     match result {
         Ok(code) => code,

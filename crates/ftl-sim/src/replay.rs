@@ -193,9 +193,10 @@ pub enum ReplayError {
 /// Options for building a [`Replay`].
 #[derive(Debug, Clone, Default)]
 pub struct ReplayOptions {
-    /// Logical device size in pages. Ground truth: default is the recorded
-    /// device's size (`DeviceInfo`), else the highest page touched. Model:
-    /// default is 5/4 of the peak live data (at least 1024 pages).
+    /// Logical device size in pages. Ground truth: the recorded device's
+    /// size (`DeviceInfo`) when the trace has it, else this, else the
+    /// highest page touched. Model: this, default 5/4 of the peak live data
+    /// (at least 1024 pages).
     pub logical_pages: Option<u64>,
     /// Use the allocation model even when device records exist.
     pub force_model: bool,
@@ -269,7 +270,7 @@ impl Replay {
         evs.sort_by_key(|(t, r, s, _)| (*t, *r, *s));
         let has_device = evs.iter().any(|e| matches!(e.3, Ev::Block(_)));
         let mut r = if has_device && !opts.force_model {
-            let lp = opts.logical_pages.or(device_size.map(|b| b / PAGE));
+            let lp = device_size.map(|b| b / PAGE).or(opts.logical_pages);
             ground_truth(evs.into_iter().map(|e| e.3), lp)
         } else {
             fs_model(evs.into_iter().map(|e| e.3), opts)

@@ -1,0 +1,541 @@
+//! Tests of `compare` on small traces built here with `TraceWriter`: one
+//! with file events only (allocation model) and one with device records
+//! (ground truth), both an append-only workload of two code paths whose data
+//! lives very differently long.
+
+use super::*;
+use pcstream_placement::trace::TraceWriter;
+use pcstream_placement::wire::{self, event::Kind, trace_record::Record};
+
+const FS_DEV: u64 = 0x803;
+const SHORT_SIG: u64 = 0xaaaa_0001;
+const LONG_SIG: u64 = 0xbbbb_0002;
+/// Pages per write (one 64 KiB append).
+const CHUNK: u64 = 16;
+
+/// Builds a trace file record by record, with a logical nanosecond clock.
+struct Builder {
+    w: TraceWriter<std::io::BufWriter<std::fs::File>>,
+    t: u64,
+    seq: u64,
+    /// Ground truth: emit extent maps and block requests too.
+    device: Option<DeviceAlloc>,
+}
+
+/// The test's own "file system" for ground-truth traces: 16-page extents
+/// from a free list, a journal region written between data.
+struct DeviceAlloc {
+    free: Vec<u64>,
+    /// file (ino, chunk index) → device block
+    owned: HashMap<(u64, u64), u64>,
+    journal_next: u64,
+    data_pages: u64,
+    meta_pages: u64,
+    trimmed_pages: u64,
+}
+
+use std::collections::HashMap;
+
+const JOURNAL_BLOCKS: u64 = 256;
+
+impl Builder {
+    fn new(path: &Path, device_pages: Option<u64>) -> Builder {
+        let mut w = TraceWriter::create(path).unwrap();
+        w.write_record(&wire::TraceRecord {
+            record: Some(Record::Header(wire::TraceHeader {
+                version: 1,
+                producer: "compare tests".into(),
+                ..Default::default()
+            })),
+        })
+        .unwrap();
+        let device = device_pages.map(|pages| {
+            w.write_record(&wire::TraceRecord {
+                record: Some(Record::Device(wire::DeviceInfo {
+                    dev: 0x700,
+                    fs_dev: FS_DEV,
+                    size_bytes: pages * 4096,
+                    fs_type: "ext4".into(),
+                    block_size: 4096,
+                    lost_events: 0,
+                })),
+            })
+            .unwrap();
+            DeviceAlloc {
+                // Popped from the end: lowest extents first.
+                free: (JOURNAL_BLOCKS / CHUNK..pages / CHUNK)
+                    .rev()
+                    .map(|c| c * CHUNK)
+                    .collect(),
+                owned: HashMap::new(),
+                journal_next: 0,
+                data_pages: 0,
+                meta_pages: 0,
+                trimmed_pages: 0,
+            }
+        });
+        Builder {
+            w,
+            t: 1_000,
+            seq: 0,
+            device,
+        }
+    }
+
+    fn event(&mut self, kind: Kind) {
+        self.t += 10;
+        self.seq += 1;
+        self.w
+            .write_record(&wire::TraceRecord {
+                record: Some(Record::Batch(wire::EventBatch {
+                    pid: 42,
+                    seq: self.seq,
+                    events: vec![wire::Event {
+                        time_ns: self.t,
+                        tid: 42,
+                        kind: Some(kind),
+                    }],
+                })),
+            })
+            .unwrap();
+    }
+
+    fn block(&mut self, sector_page: u64, pages: u64, op: wire::BlockOp) {
+        self.t += 10;
+        self.w
+            .write_record(&wire::TraceRecord {
+                record: Some(Record::Block(wire::BlockRequest {
+                    time_ns: self.t,
+                    dev: 0x700,
+                    sector: sector_page * 8,
+                    nr_sectors: (pages * 8) as u32,
+                    op: op as i32,
+                    rwbs: String::new(),
+                })),
+            })
+            .unwrap();
+    }
+
+    fn file(ino: u64) -> Option<wire::FileId> {
+        Some(wire::FileId { dev: FS_DEV, ino })
+    }
+
+    /// Appends chunk `chunk` (16 pages) to file `ino` from code path `sig`.
+    fn append(&mut self, ino: u64, chunk: u64, sig: u64) {
+        self.event(Kind::Write(wire::WriteEvent {
+            file: Self::file(ino),
+            offset: chunk * CHUNK * 4096,
+            len: CHUNK * 4096,
+            signature: sig,
+            ..Default::default()
+        }));
+        if self.device.is_some() {
+            let d = self.device.as_mut().unwrap();
+            let blk = d.free.pop().expect("test device has room");
+            d.owned.insert((ino, chunk), blk);
+            d.data_pages += CHUNK;
+            self.t += 10;
+            let t = self.t;
+            self.w
+                .write_record(&wire::TraceRecord {
+                    record: Some(Record::Extent(wire::ExtentMap {
+                        time_ns: t,
+                        file: Self::file(ino),
+                        file_block: chunk * CHUNK,
+                        device_block: blk,
+                        len_blocks: CHUNK as u32,
+                        block_size: 4096,
+                    })),
+                })
+                .unwrap();
+            self.block(blk, CHUNK, wire::BlockOp::Write);
+            // One journal page per append (metadata no file owns).
+            let d = self.device.as_mut().unwrap();
+            let j = d.journal_next;
+            d.journal_next = (j + 1) % JOURNAL_BLOCKS;
+            d.meta_pages += 1;
+            self.block(j, 1, wire::BlockOp::Write);
+        }
+    }
+
+    /// Unlinks file `ino` that has `chunks` chunks.
+    fn unlink(&mut self, ino: u64, chunks: u64) {
+        self.event(Kind::Invalidate(wire::InvalidateEvent {
+            file: Self::file(ino),
+            kind: wire::InvalidateKind::Unlink as i32,
+            offset: 0,
+            len: 0,
+        }));
+        if self.device.is_some() {
+            for c in 0..chunks {
+                let d = self.device.as_mut().unwrap();
+                let blk = d.owned.remove(&(ino, c)).expect("chunk was written");
+                d.free.push(blk);
+                d.trimmed_pages += CHUNK;
+                self.block(blk, CHUNK, wire::BlockOp::Discard);
+            }
+        }
+    }
+
+    fn finish(self) -> Option<DeviceAlloc> {
+        self.w.finish().unwrap();
+        self.device
+    }
+}
+
+/// One application writing two kinds of files in turn: short-lived log
+/// files (4 chunks, unlinked two files later) and long-lived data files (16
+/// chunks; once `keep` are complete, a random one is unlinked after each new
+/// one — random, because FIFO deaths free whole blocks and GC never copies).
+/// With `keep` = 24: lifetimes ~300 vs ~12 000 pages.
+struct Gen {
+    short: (u64, u64),
+    long: (u64, u64),
+    long_live: Vec<u64>,
+    keep: usize,
+    sigs: (u64, u64),
+    hint: u64,
+    rng: u64,
+}
+
+const SHORT_CHUNKS: u64 = 4;
+const LONG_CHUNKS: u64 = 16;
+
+impl Gen {
+    fn new(ino_base: u64, keep: usize, sigs: (u64, u64), hint: u64) -> Gen {
+        Gen {
+            short: (ino_base + 1_000_000, 0),
+            long: (ino_base + 1, 0),
+            long_live: Vec::new(),
+            keep,
+            sigs,
+            hint,
+            rng: 0x2545_f491_4f6c_dd1d ^ ino_base,
+        }
+    }
+
+    fn hint(&self, b: &mut Builder, ino: u64) {
+        if self.hint != 0 {
+            b.event(Kind::AppHint(wire::AppHintEvent {
+                file: Builder::file(ino),
+                requested: self.hint,
+                accepted: true,
+                ..Default::default()
+            }));
+        }
+    }
+
+    fn step(&mut self, b: &mut Builder) {
+        let (ino, chunk) = self.short;
+        if chunk == 0 {
+            self.hint(b, ino);
+        }
+        b.append(ino, chunk, self.sigs.0);
+        self.short.1 += 1;
+        if self.short.1 == SHORT_CHUNKS {
+            if self.short.0 % 1_000_000 >= 2 {
+                b.unlink(self.short.0 - 2, SHORT_CHUNKS);
+            }
+            self.short = (self.short.0 + 1, 0);
+        }
+        let (ino, chunk) = self.long;
+        if chunk == 0 {
+            self.hint(b, ino);
+        }
+        b.append(ino, chunk, self.sigs.1);
+        self.long.1 += 1;
+        if self.long.1 == LONG_CHUNKS {
+            self.long_live.push(self.long.0);
+            if self.long_live.len() > self.keep {
+                // xorshift64
+                self.rng ^= self.rng << 13;
+                self.rng ^= self.rng >> 7;
+                self.rng ^= self.rng << 17;
+                let i = (self.rng % self.long_live.len() as u64) as usize;
+                let victim = self.long_live.swap_remove(i);
+                b.unlink(victim, LONG_CHUNKS);
+            }
+            self.long = (self.long.0 + 1, 0);
+        }
+    }
+}
+
+fn two_lifetimes(b: &mut Builder, rounds: u64) {
+    let mut g = Gen::new(0, 24, (SHORT_SIG, LONG_SIG), 0);
+    for _ in 0..rounds {
+        g.step(b);
+    }
+}
+
+/// Options scaled to the small traces: pcstream's re-clustering interval
+/// and censoring age shrink with the device (64 MiB defaults → 8 MiB).
+/// The device keeps the paper's 90% cold pre-fill but has 3% OP and a
+/// model file system 10% above the peak of live data, so GC has work.
+fn small_opts(internal: InternalMode) -> Options {
+    let mut o = Options {
+        internal,
+        writeback_pages: 1,
+        op: 0.03,
+        fs_pages: Some(7300),
+        ..Options::default()
+    };
+    o.policy_config.pcstream.mapper.min_interval = 2048;
+    o.policy_config.pcstream.mapper.censor_min_age = 2048;
+    o
+}
+
+fn waf(t: &TraceReport, policy: &str, internal: bool) -> f64 {
+    t.runs
+        .iter()
+        .find(|r| r.policy == policy && r.internal_streams == internal)
+        .unwrap_or_else(|| panic!("no run of {policy}"))
+        .waf
+}
+
+fn model_trace(dir: &Path) -> PathBuf {
+    let p = dir.join("files.pcstrace");
+    let mut b = Builder::new(&p, None);
+    two_lifetimes(&mut b, 2500);
+    b.finish();
+    p
+}
+
+#[test]
+fn model_trace_pcstream_beats_baseline_and_oracle_is_best() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = model_trace(dir.path());
+    let rep = compare(std::slice::from_ref(&p), &small_opts(InternalMode::Off)).unwrap();
+    eprintln!("{}", render(&rep));
+    let t = &rep.traces[0];
+    assert_eq!(t.source, Source::FsModel);
+    assert_eq!(t.join.write_pages, 2 * 2500 * CHUNK);
+    assert_eq!(t.join.signed_pages, t.join.write_pages);
+    assert_eq!(t.join.signatures, 2);
+    assert!(t.join.trim_pages > 0);
+    // The cold fill is 90% of the device and leaves the footprint room.
+    let d = &t.device;
+    let cold = d.cold_pages as f64 / d.logical_pages as f64;
+    assert!((cold - 0.9).abs() < 0.01, "{cold}");
+    assert!(d.logical_pages - d.cold_pages >= t.footprint_pages);
+    let base = waf(t, "baseline", false);
+    let pcs = waf(t, "pcstream", false);
+    assert!(
+        base > 1.1,
+        "the workload must make GC work: baseline WAF {base}"
+    );
+    assert!(pcs < base * 0.9, "pcstream {pcs} vs baseline {base}");
+    let oracle = waf(t, "oracle", false);
+    for r in &t.runs {
+        assert!(
+            oracle <= r.waf + 1e-9,
+            "oracle {oracle} > {} {}",
+            r.policy,
+            r.waf
+        );
+        assert_eq!(r.host_pages, t.join.write_pages, "{}", r.policy);
+    }
+    // Baseline puts everything in stream 0; pcstream learns both signatures.
+    let b = t.runs.iter().find(|r| r.policy == "baseline").unwrap();
+    assert_eq!(b.stream0_share, 1.0);
+    assert_eq!(b.iops_normalized, Some(1.0));
+    let pc = t.runs.iter().find(|r| r.policy == "pcstream").unwrap();
+    assert_eq!(pc.signatures, Some(2));
+    assert!(pc.reclusterings.unwrap() >= 1);
+    assert!(pc.stream0_share < 0.5, "{}", pc.stream0_share);
+    assert!(pc.iops_normalized.unwrap() > 1.0);
+    // Fig. 11: pcstream's streams hold data of different lifetimes.
+    let medians: Vec<f64> = pc
+        .per_stream
+        .iter()
+        .filter(|s| s.stream != 0 && s.dead_pages > 1000)
+        .filter_map(|s| s.lifetime_p50)
+        .collect();
+    assert!(medians.len() >= 2, "{:?}", pc.per_stream);
+    let (lo, hi) = medians
+        .iter()
+        .fold((f64::MAX, 0.0f64), |(a, b), &m| (a.min(m), b.max(m)));
+    assert!(hi > 10.0 * lo, "stream medians {medians:?}");
+}
+
+#[test]
+fn ground_truth_trace_is_joined_and_separated() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("device.pcstrace");
+    let mut b = Builder::new(&p, Some(16384));
+    two_lifetimes(&mut b, 2500);
+    let d = b.finish().unwrap();
+    let rep = compare(std::slice::from_ref(&p), &small_opts(InternalMode::Off)).unwrap();
+    let t = &rep.traces[0];
+    assert_eq!(t.source, Source::GroundTruth);
+    assert_eq!(t.join.data_pages, d.data_pages);
+    assert_eq!(t.join.signed_pages, d.data_pages);
+    assert_eq!(t.join.metadata_pages, d.meta_pages);
+    assert_eq!(t.join.trim_pages, d.trimmed_pages);
+    assert_eq!(t.trace_logical_pages, 16384);
+    assert!(t.device.logical_pages >= 16384);
+    let base = waf(t, "baseline", false);
+    let pcs = waf(t, "pcstream", false);
+    assert!(pcs < base * 0.9, "pcstream {pcs} vs baseline {base}");
+    let oracle = waf(t, "oracle", false);
+    for r in &t.runs {
+        assert!(
+            oracle <= r.waf + 1e-9,
+            "oracle {oracle} > {} {}",
+            r.policy,
+            r.waf
+        );
+    }
+    // The same trace through the model is reported as such.
+    let opts = Options {
+        model: true,
+        policies: vec!["baseline".into()],
+        ..small_opts(InternalMode::Off)
+    };
+    let m = compare(std::slice::from_ref(&p), &opts).unwrap();
+    assert_eq!(m.traces[0].source, Source::FsModel);
+    assert_eq!(m.traces[0].join.metadata_pages, 0);
+    assert!(render(&m).contains("file-system allocation model"));
+    assert!(render(&rep).contains("ground-truth device trace"));
+}
+
+#[test]
+fn internal_streams_help_streams_of_mixed_lifetimes() {
+    // Two applications' files by hint: app-hints puts each in its own
+    // stream, and each stream mixes short-lived logs with data of a
+    // different lifetime (~2 000 vs ~25 000 pages). Without internal streams
+    // the survivors of both streams meet in the shared GC block.
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("hinted.pcstrace");
+    let mut b = Builder::new(&p, None);
+    let mut a = Gen::new(0, 4, (0x11, 0x12), 2);
+    let mut c = Gen::new(10_000_000, 48, (0x21, 0x22), 5);
+    for _ in 0..2000 {
+        a.step(&mut b);
+        c.step(&mut b);
+    }
+    b.finish();
+    let opts = Options {
+        policies: vec!["baseline".into(), "app-hints".into()],
+        fs_pages: None,
+        ..small_opts(InternalMode::Both)
+    };
+    let rep = compare(std::slice::from_ref(&p), &opts).unwrap();
+    eprintln!("{}", render(&rep));
+    let t = &rep.traces[0];
+    assert_eq!(t.runs.len(), 4);
+    let (off, on) = (waf(t, "app-hints", false), waf(t, "app-hints", true));
+    assert!(off > 1.1, "GC must copy: {off}");
+    assert!(on < off, "app-hints: internal on {on} ≥ off {off}");
+    // With one stream, a private GC stream is the shared GC block.
+    assert_eq!(waf(t, "baseline", false), waf(t, "baseline", true));
+}
+
+#[test]
+fn json_has_the_tables_and_svg_charts_are_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = model_trace(dir.path());
+    let opts = Options {
+        policies: vec!["baseline".into(), "pcstream".into()],
+        ..small_opts(InternalMode::Both)
+    };
+    let rep = compare(std::slice::from_ref(&p), &opts).unwrap();
+    let j = serde_json::to_value(&rep).unwrap();
+    let t = &j["traces"][0];
+    assert_eq!(t["source"], "fs-model");
+    for k in [
+        "write_pages",
+        "data_pages",
+        "metadata_pages",
+        "trim_pages",
+        "signatures",
+    ] {
+        assert!(t["join"][k].is_u64(), "join.{k}");
+    }
+    for k in ["logical_pages", "cold_pages", "pages_per_block", "scale"] {
+        assert!(t["device"][k].is_number(), "device.{k}");
+    }
+    let runs = t["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 4);
+    for r in runs {
+        for k in ["waf", "iops", "iops_normalized", "stream0_share"] {
+            assert!(r[k].is_number(), "{k} in {r}");
+        }
+        assert!(r["internal_streams"].is_boolean());
+        let s0 = &r["per_stream"][0];
+        for k in [
+            "stream",
+            "host_pages",
+            "lifetime_p25",
+            "lifetime_p50",
+            "lifetime_p75",
+        ] {
+            assert!(s0[k].is_number(), "per_stream.{k} in {s0}");
+        }
+    }
+    assert_eq!(runs[1]["signatures"], 2);
+
+    let out = dir.path().join("charts");
+    let files = crate::charts::write_all(&rep, &out).unwrap();
+    let names: Vec<String> = files
+        .iter()
+        .map(|f| f.file_name().unwrap().to_string_lossy().into_owned())
+        .collect();
+    for n in [
+        "1-files-waf.svg",
+        "1-files-iops.svg",
+        "1-files-lifetimes-internal-off.svg",
+        "1-files-lifetimes-internal-on.svg",
+    ] {
+        assert!(names.iter().any(|x| x == n), "{n} not in {names:?}");
+    }
+    for f in &files {
+        let s = std::fs::read_to_string(f).unwrap();
+        assert!(s.trim_start().starts_with("<svg"), "{}", f.display());
+        assert!(s.trim_end().ends_with("</svg>"), "{}", f.display());
+        assert!(s.contains("<rect"), "{} has no bars/boxes", f.display());
+        assert!(
+            s.contains("pcstream"),
+            "{} lacks the policy label",
+            f.display()
+        );
+    }
+}
+
+#[test]
+fn unknown_policy_lists_the_known_ones() {
+    let opts = Options {
+        policies: vec!["autostream".into()],
+        ..Options::default()
+    };
+    let e = compare(&[PathBuf::from("/nonexistent")], &opts)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("\"autostream\""), "{e}");
+    for n in POLICY_NAMES {
+        assert!(e.contains(n), "{e}");
+    }
+}
+
+#[test]
+fn missing_and_corrupt_traces_are_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("nope.pcstrace");
+    let e = format!(
+        "{:#}",
+        compare(std::slice::from_ref(&missing), &Options::default()).unwrap_err()
+    );
+    assert!(e.contains("nope.pcstrace"), "{e}");
+    // A good trace with garbage appended: a length prefix promising more
+    // bytes than there are.
+    let p = model_trace(dir.path());
+    let good = std::fs::metadata(&p).unwrap().len();
+    let mut bytes = std::fs::read(&p).unwrap();
+    bytes.extend_from_slice(&[0x90, 0x4e, 1, 2, 3]);
+    std::fs::write(&p, bytes).unwrap();
+    let e = format!(
+        "{:#}",
+        compare(std::slice::from_ref(&p), &Options::default()).unwrap_err()
+    );
+    assert!(e.contains("files.pcstrace"), "{e}");
+    assert!(e.contains(&format!("byte offset {good}")), "{e}");
+}
