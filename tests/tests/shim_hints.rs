@@ -156,3 +156,46 @@ fn malformed_application_hints_are_recorded_and_repaired() {
         "still records what it meant"
     );
 }
+
+#[test]
+fn the_hint_is_set_once_per_file_not_per_write() {
+    pcstream_tests::require_tool("strace", "strace");
+    let bin = program("shim_paths", FP);
+    let sigs = learn(&bin);
+    let cfg = tempfile::tempdir().unwrap();
+    let map = cfg.path().join("streams.map");
+    let text: String = sigs
+        .iter()
+        .enumerate()
+        .map(|(i, s)| format!("{s:016x} {}\n", i + 1))
+        .collect();
+    std::fs::write(&map, text).unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let files = four_files(work.path());
+    let log = cfg.path().join("strace.log");
+    let strace = pcstream_tests::which("strace").unwrap();
+    let mut a = vec![
+        "-f",
+        "-e",
+        "trace=fcntl",
+        "-o",
+        log.to_str().unwrap(),
+        bin.to_str().unwrap(),
+    ];
+    a.extend(args(&files));
+    let out = Run::shim()
+        .env("PCSTREAM_MAP", map.to_str().unwrap())
+        .stdout(&strace, &a);
+    let want: Vec<u64> = (1..=4).map(|s| RwHint::for_stream(s).raw()).collect();
+    assert_eq!(hints(&out), want);
+    let trace = std::fs::read_to_string(&log).unwrap();
+    // strace prints the command as F_SET_RW_HINT (or its number on old versions).
+    let sets = trace
+        .lines()
+        .filter(|l| l.contains("F_SET_RW_HINT") || l.contains("0x40c"))
+        .count();
+    assert_eq!(
+        sets, 4,
+        "one F_SET_RW_HINT per file for 32 writes:\n{trace}"
+    );
+}

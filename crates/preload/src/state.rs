@@ -195,6 +195,17 @@ pub unsafe fn init(argc: i32, argv: *const *const libc::c_char) {
         IN_SHIM.with(|c| c.set(false));
         return;
     }
+    // Relative paths would move with the application's chdir (fork children
+    // create their trace files later; the socket is addressed per send).
+    let mut c = c;
+    for p in [&mut c.record_dir, &mut c.map].into_iter().flatten() {
+        if let Ok(abs) = std::path::absolute(&*p) {
+            *p = abs;
+        }
+    }
+    if let Ok(abs) = std::path::absolute(&c.socket) {
+        c.socket = abs;
+    }
     let _ = CONFIG.set(c);
     let mut args = Vec::new();
     if !argv.is_null() {
