@@ -182,3 +182,29 @@ fn the_shim_registers_no_thread_local_destructor() {
         .output(&control, &[]);
     assert!(String::from_utf8_lossy(&o.stderr).contains("TLSDTOR pthread_key_create"));
 }
+
+#[test]
+fn alternate_signal_stacks_small_stacks_and_many_threads() {
+    let bin = program("shim_stacks", FP);
+    let a = tempfile::tempdir().unwrap();
+    let plain = Run::plain().stdout(&bin, &[a.path().to_str().unwrap()]);
+    assert_eq!(plain, "sig 1250 small 1200 many 600\n");
+    for unwind in ["auto", "scan"] {
+        let b = tempfile::tempdir().unwrap();
+        let rec = tempfile::tempdir().unwrap();
+        let out = Run::record(rec.path())
+            .env("PCSTREAM_UNWIND", unwind)
+            .stdout(&bin, &[b.path().to_str().unwrap()]);
+        assert_eq!(out, plain, "{unwind}");
+        let t = only_trace(rec.path());
+        for (f, bytes) in [("sig", 1250), ("small", 1200), ("many", 600)] {
+            let w = writes_to(&t, &b.path().join(f));
+            assert_eq!(w.iter().map(|e| e.len).sum::<u64>(), bytes, "{unwind} {f}");
+        }
+        assert_eq!(
+            t.process_events().last().unwrap().dropped,
+            0,
+            "300 threads over the run reuse the 256 slots"
+        );
+    }
+}
