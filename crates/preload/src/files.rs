@@ -20,6 +20,7 @@ pub const FDS: usize = 4096;
 const REGULAR: u32 = 1;
 const TRACK_POS: u32 = 2;
 const APPEND: u32 = 4;
+const NAMED: u32 = 8;
 
 struct Entry {
     ver: AtomicU32,
@@ -54,6 +55,9 @@ pub struct FdInfo {
     pub tracked: bool,
     /// Whether the descriptor is `O_APPEND` (`None`: unknown).
     pub append: Option<bool>,
+    /// Whether this process already named the file (`OpenEvent`) through
+    /// this table entry.
+    pub named: bool,
 }
 
 /// Both sides of a fork: file positions are shared from now on.
@@ -108,6 +112,14 @@ pub fn untrack(fd: i32) {
     }
 }
 
+/// Remembers that the file behind `fd` was named (a later reader that
+/// raced with a clear simply names it again).
+pub fn mark_named(fd: i32) {
+    if let Some(e) = entry(fd) {
+        e.flags.fetch_or(NAMED, Ordering::Relaxed);
+    }
+}
+
 /// The table's knowledge of `fd`, if any.
 #[inline]
 pub fn get(fd: i32) -> Option<FdInfo> {
@@ -131,6 +143,8 @@ pub fn get(fd: i32) -> Option<FdInfo> {
         regular: flags & REGULAR != 0,
         tracked: flags & TRACK_POS != 0 && gen_ok,
         append: Some(flags & APPEND != 0),
+        // A fork child names its files again in its own trace.
+        named: flags & NAMED != 0 && gen_ok,
     })
 }
 
@@ -177,6 +191,7 @@ pub fn info(fd: i32) -> Option<FdInfo> {
         regular,
         tracked: false,
         append: None,
+        named: false,
     })
 }
 

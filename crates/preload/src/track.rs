@@ -131,7 +131,7 @@ pub unsafe fn write(fd: c_int, off: Option<u64>, n: u64, call: WriteCall, rec: *
         }
     };
     // SAFETY: forwarded caller contract.
-    unsafe { finish_write(fd, info.id, offset, n, call, rec) };
+    unsafe { finish_write(fd, info, offset, n, call, rec) };
 }
 
 fn is_append(fd: c_int, info: files::FdInfo) -> bool {
@@ -151,12 +151,13 @@ fn is_append(fd: c_int, info: files::FdInfo) -> bool {
 /// As [`write`].
 unsafe fn finish_write(
     fd: c_int,
-    id: FileId,
+    info: files::FdInfo,
     offset: u64,
     n: u64,
     call: WriteCall,
     rec: *const usize,
 ) {
+    let id = info.id;
     // SAFETY: forwarded caller contract.
     let Some(cap) = (unsafe { context(rec) }) else {
         return;
@@ -168,7 +169,10 @@ unsafe fn finish_write(
         hint::cached(id).unwrap_or(0)
     };
     if events_on() {
-        name_file(fd, id);
+        if !info.named {
+            name_file(fd, id);
+            files::mark_named(fd);
+        }
         state::emit(&Kind::Write {
             file: id,
             offset,
@@ -202,7 +206,7 @@ pub unsafe fn stdio(f: *mut FILE, n: u64, rec: *const usize) {
     let pos = unsafe { ftello(f) };
     let offset = (pos as u64).saturating_sub(n);
     // SAFETY: forwarded caller contract.
-    unsafe { finish_write(fd, info.id, offset, n, WriteCall::Fwrite, rec) };
+    unsafe { finish_write(fd, info, offset, n, WriteCall::Fwrite, rec) };
 }
 
 /// Identity, type, link count and size of a path (before a destructive call).
