@@ -90,10 +90,21 @@ pub struct SimArgs {
     )]
     pub synthetic: Option<Pattern>,
     /// Page writes to measure (synthetic; default: one logical space).
-    #[arg(long, value_name = "N", help_heading = "Workload")]
+    #[arg(
+        long,
+        value_name = "N",
+        conflicts_with = "trace",
+        help_heading = "Workload"
+    )]
     pub writes: Option<u64>,
     /// Page writes to run before the counters are reset (synthetic).
-    #[arg(long, default_value_t = 0, value_name = "N", help_heading = "Workload")]
+    #[arg(
+        long,
+        default_value_t = 0,
+        value_name = "N",
+        conflicts_with = "trace",
+        help_heading = "Workload"
+    )]
     pub warmup: u64,
     /// Random seed of the synthetic workload.
     #[arg(long, default_value_t = 1, help_heading = "Workload")]
@@ -198,7 +209,8 @@ impl Progress {
 
     fn update(&mut self, pos: u64) {
         if self.bar.is_none() && self.tty && self.start.elapsed() > Duration::from_secs(1) {
-            let bar = ProgressBar::with_draw_target(Some(self.total), ProgressDrawTarget::stderr());
+            let bar = ProgressBar::with_draw_target(Some(self.total), ProgressDrawTarget::stderr())
+                .with_elapsed(self.start.elapsed());
             let template = format!(
                 "{{elapsed_precise}} [{{bar:40}}] {{human_pos}}/{{human_len}} {} ({{eta}} left)",
                 self.unit
@@ -369,6 +381,13 @@ fn simulate(args: &SimArgs) -> anyhow::Result<(Config, RunInfo, Stats)> {
                 continue;
             }
             let (first, n) = rec.pages(page_size);
+            if n > l {
+                bail!(
+                    "{}:{}: a request of {n} pages is larger than the device's {l} logical pages",
+                    path.display(),
+                    rec.line
+                );
+            }
             let beyond = first.checked_add(n).is_none_or(|end| end > l);
             if beyond && !args.wrap {
                 bail!(
@@ -658,6 +677,14 @@ mod tests {
         );
         let (_, _, s) = simulate(&args(&["--trace", &path, "--format", "msr", "--wrap"])).unwrap();
         assert_eq!(s.host_pages, 1);
+        // A request larger than the device is refused, even with --wrap.
+        let t = trace("1,h,0,Write,0,1152921504606846976,5\n");
+        let path = t.path().to_str().unwrap().to_string();
+        let e = simulate(&args(&["--trace", &path, "--format", "msr", "--wrap"])).unwrap_err();
+        assert!(
+            format!("{e:#}").contains(&format!("{path}:1: a request of")),
+            "{e:#}"
+        );
     }
 
     #[test]
