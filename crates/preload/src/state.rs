@@ -306,6 +306,9 @@ pub fn fini() {
     let was = IN_SHIM.with(|c| c.replace(true));
     observe(|| {
         FINISHED.store(true, Ordering::Relaxed);
+        // Every thread's pending events first, so EXIT's count covers them
+        // and EXIT is the last record of the trace.
+        flush_all();
         emit(&Kind::Process {
             kind: ProcessKind::Exit,
             ppid: 0,
@@ -313,7 +316,6 @@ pub fn fini() {
             argv: &[],
             dropped: events::dropped(),
         });
-        flush_all();
     });
     IN_SHIM.with(|c| c.set(was));
 }
