@@ -31,6 +31,21 @@ fn prefetch<T>(p: *const T) {
     let _ = p;
 }
 
+/// Cache prefetch hint with intent to write (`prefetchw`).
+#[inline(always)]
+fn prefetch_write<T>(p: *const T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: as for `prefetch`: a hint that never faults.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_ET0 }>(p.cast());
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
+}
+
+/// How many victim pages ahead GC prefetches forward-map entries.
+const GC_AHEAD: usize = 16;
+
 /// What a write or trim can do wrong.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum SimError {
@@ -279,6 +294,15 @@ impl Ssd {
         for (i, &(lpn, stream)) in writes.iter().enumerate() {
             if let Some(&(next, _)) = writes.get(i + AHEAD) {
                 self.prefetch_logical(next);
+            }
+            // Second stage: the forward-map entry of a nearer write is in
+            // cache by now; fetch the reverse-map entry it will invalidate.
+            if let Some(&(near, _)) = writes.get(i + AHEAD / 3) {
+                if let Some(&ppn) = self.l2p.get(near as usize) {
+                    if let Some(e) = self.p2l.get(ppn as usize) {
+                        prefetch_write(e);
+                    }
+                }
             }
             self.write(lpn, stream)?;
         }
@@ -597,6 +621,13 @@ impl Ssd {
             // The hot loop: one sequential read of the victim's reverse map,
             // one random store into the forward map per valid page.
             while w < end {
+                // Ask for the forward-map line of a page a little ahead, so
+                // the random stores below find it in cache.
+                if let Some(&ahead) = self.p2l.get(p + GC_AHEAD) {
+                    if let Some(e) = self.l2p.get(ahead as usize) {
+                        prefetch_write(e);
+                    }
+                }
                 let lpn = self.p2l[p];
                 if lpn != NIL {
                     self.p2l[w] = lpn;

@@ -84,7 +84,7 @@ fn trimmed_data_is_not_copied() {
 }
 
 fn parity_stream(lpn: u64) -> u32 {
-    if lpn % 2 == 0 {
+    if lpn.is_multiple_of(2) {
         1
     } else {
         0
