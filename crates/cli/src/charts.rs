@@ -120,7 +120,7 @@ fn bars(
         .filter_map(&value)
         .fold(0.0f64, f64::max)
         .max(1.0)
-        * 1.15;
+        * 1.3;
     let root = SVGBackend::new(path, (120 * n as u32 + 160, 420)).into_drawing_area();
     root.fill(&WHITE).map_err(err)?;
     let mut chart = ChartBuilder::on(&root)
@@ -175,7 +175,7 @@ fn bars(
             .draw_series(pts.iter().map(|&(x, v)| {
                 Text::new(
                     format!("{v:.2}"),
-                    (x + 0.04, v + ymax * 0.01),
+                    (x + 0.04, v + ymax * 0.05),
                     ("sans-serif", 12).into_font().color(&BLACK),
                 )
             }))
