@@ -348,3 +348,32 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn write_batch_is_the_same_as_single_writes() {
+    let cfg = small(3, true, 0.5);
+    let (mut a, mut b) = (Ssd::new(cfg.clone()).unwrap(), Ssd::new(cfg).unwrap());
+    let l = a.logical_pages();
+    let mut x = 7u64;
+    let ops: Vec<(u64, u32)> = (0..5000)
+        .map(|_| {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            ((x >> 33) % l, ((x >> 20) % 3) as u32)
+        })
+        .collect();
+    for &(lpn, s) in &ops {
+        a.write(lpn, s).unwrap();
+    }
+    for chunk in ops.chunks(100) {
+        b.write_batch(chunk).unwrap();
+    }
+    assert_eq!(a.stats(), b.stats());
+    for lpn in 0..l {
+        assert_eq!(a.lookup(lpn), b.lookup(lpn));
+    }
+    // An invalid write stops the batch there, after the valid ones before it.
+    assert!(b.write_batch(&[(0, 0), (l, 0), (1, 0)]).is_err());
+    assert_eq!(b.stats().host_pages, a.stats().host_pages + 1);
+}
