@@ -31,12 +31,20 @@ macro_rules! trampolines {
         #[unsafe(naked)]
         #[no_mangle]
         pub unsafe extern "C" fn $sym() {
+            // CFI so unwinders (debuggers, profilers, the forced unwinding
+            // of pthread_cancel through C++ frames) can step through.
             core::arch::naked_asm!(
+                ".cfi_startproc",
                 "push rbp",
+                ".cfi_adjust_cfa_offset 8",
+                ".cfi_rel_offset rbp, 0",
                 "mov r9, rsp",
                 "call {f}",
                 "pop rbp",
+                ".cfi_adjust_cfa_offset -8",
+                ".cfi_restore rbp",
                 "ret",
+                ".cfi_endproc",
                 f = sym $imp,
             )
         }
@@ -118,7 +126,7 @@ macro_rules! jumps {
             #[unsafe(naked)]
             #[no_mangle]
             pub unsafe extern "C" fn $sym() {
-                core::arch::naked_asm!("jmp {f}", f = sym $c)
+                core::arch::naked_asm!(".cfi_startproc", "jmp {f}", ".cfi_endproc", f = sym $c)
             }
         )*
     };
