@@ -1329,4 +1329,158 @@ mod tests {
         }
         assert_eq!(a.alloc(None), None);
     }
+
+    fn shim_write(ino: u64, offset: u64, len: u64, sig: u64) -> Ev {
+        Ev::ShimWrite(wire::WriteEvent {
+            file: Some(wire::FileId { dev: 1, ino }),
+            offset,
+            len,
+            signature: sig,
+            ..Default::default()
+        })
+    }
+
+    fn unlink(ino: u64) -> Ev {
+        Ev::ShimInvalidate(wire::InvalidateEvent {
+            file: Some(wire::FileId { dev: 1, ino }),
+            kind: wire::InvalidateKind::Unlink as i32,
+            offset: 0,
+            len: 0,
+        })
+    }
+
+    #[test]
+    fn model_cache_coalesces_appends_and_drops_deleted_pages() {
+        // 64 appends of 512 bytes fill 8 pages; file 2 is written and
+        // unlinked while cached; file 3 lives.
+        let mut evs: Vec<Ev> = (0..64).map(|i| shim_write(1, i * 512, 512, 7)).collect();
+        evs.push(shim_write(2, 0, 8 * PAGE, 8));
+        evs.push(unlink(2));
+        evs.push(shim_write(3, 0, 4 * PAGE, 9));
+        let cached = model_pass(evs.clone().into_iter(), 1024, 1024, false).unwrap();
+        assert_eq!(cached.2.write_pages, 8 + 4);
+        assert_eq!(cached.2.trim_pages, 0);
+        assert_eq!(cached.2.shim_writes, 66);
+        // Write-through: every append rewrites its page; file 2 reaches the
+        // device and is trimmed.
+        let through = model_pass(evs.into_iter(), 1024, 1, false).unwrap();
+        assert_eq!(through.2.write_pages, 64 + 8 + 4);
+        assert_eq!(through.2.trim_pages, 8);
+        // A file's pages are contiguous next to each other.
+        let firsts: Vec<(u64, u32)> = cached
+            .0
+            .iter()
+            .filter_map(|op| match *op {
+                Op::Write { lpn, pages, .. } => Some((lpn, pages)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(firsts, vec![(0, 8), (8, 4)]);
+    }
+
+    #[test]
+    fn model_reuses_freed_space_and_reports_its_peak() {
+        let evs = vec![
+            shim_write(1, 0, 6 * PAGE, 1),
+            shim_write(2, 0, 2 * PAGE, 1),
+            unlink(1),
+            shim_write(3, 0, 5 * PAGE, 1),
+        ];
+        let r = fs_model(
+            evs.into_iter(),
+            &ReplayOptions {
+                writeback_pages: Some(1),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        assert_eq!(r.source, Source::FsModel);
+        assert_eq!(r.peak_live_pages, 8);
+        // 5/4 of the peak, at least 1024 pages.
+        assert_eq!(r.logical_pages, 1024);
+        // File 3 lands in file 1's freed pages, so the footprint stays 8.
+        assert_eq!(r.footprint_pages, 8);
+        assert_eq!(r.stats.trim_pages, 6);
+        // Too small a file system is an error, not a panic.
+        let e = fs_model(
+            vec![shim_write(1, 0, 9 * PAGE, 1)].into_iter(),
+            &ReplayOptions {
+                logical_pages: Some(8),
+                writeback_pages: Some(1),
+                ..Default::default()
+            },
+        )
+        .unwrap_err();
+        assert!(e.contains("out of space"), "{e}");
+    }
+
+    fn replay_touching(logical: u64, pages: &[u64]) -> Replay {
+        let ops = pages.iter().map(|&p| w(p, 1)).collect();
+        Replay::from_ops(ops, logical, Source::FsModel).unwrap()
+    }
+
+    #[test]
+    fn layout_fits_the_footprint_beside_the_cold_data() {
+        let r = replay_touching(100_000, &(0..20_000).map(|p| p * 5).collect::<Vec<_>>());
+        let spec = DeviceSpec::default();
+        let l = layout(&r, &spec).unwrap();
+        // ⌈20 000 / 0.1⌉ = 200 000 > the traced 100 000.
+        assert!(l.logical_pages >= 200_000, "{}", l.logical_pages);
+        assert!(l.logical_pages < 200_000 + 16 * 384, "{}", l.logical_pages);
+        assert_eq!(l.cold_pages, (l.logical_pages as f64 * 0.9).round() as u64);
+        assert!(l.logical_pages - l.cold_pages >= r.footprint_pages);
+        assert!(l.scale() >= 2.0);
+        // 200 000 pages / 384 ≈ 560 blocks < 64 × 9: pages per block halve.
+        assert_eq!(l.config.geometry.pages_per_block, 192);
+        assert!(l.config.geometry.blocks() >= 64 * 9);
+        // A big device keeps the paper's 384.
+        let big = replay_touching(4_000_000, &[0]);
+        let lb = layout(&big, &spec).unwrap();
+        assert_eq!(lb.config.geometry.pages_per_block, 384);
+        assert!(lb.logical_pages >= 4_000_000);
+        // Bad values are errors.
+        let bad = DeviceSpec {
+            prefill: 1.0,
+            ..DeviceSpec::default()
+        };
+        assert!(layout(&r, &bad).unwrap_err().contains("prefill"));
+    }
+
+    #[test]
+    fn aged_device_holds_cold_data_only_where_the_replay_never_writes() {
+        let r = replay_touching(4096, &[0, 1, 2, 100, 4000]);
+        let l = layout(&r, &DeviceSpec::default()).unwrap();
+        let ssd = aged_ssd(&r, &l).unwrap();
+        let st = ssd.stats();
+        assert_eq!(st.host_pages, 0, "counters reset after ageing");
+        assert_eq!(st.valid_pages, l.cold_pages);
+        for p in [0, 1, 2, 100, 4000] {
+            assert_eq!(
+                ssd.lookup(p),
+                None,
+                "page {p} must stay free for the replay"
+            );
+        }
+        assert!(ssd.lookup(3).is_some() && ssd.lookup(99).is_some());
+    }
+
+    #[test]
+    fn simulate_all_keeps_job_order_and_reports_errors_per_job() {
+        let r = replay_touching(4096, &(0..4096).collect::<Vec<_>>());
+        let jobs: Vec<Job<'_>> = ["oracle", "nope", "baseline"]
+            .iter()
+            .map(|p| Job {
+                replay: &r,
+                policy: p.to_string(),
+                spec: DeviceSpec::default(),
+            })
+            .collect();
+        let res = simulate_all(&jobs, &PolicyConfig::default(), 2);
+        assert_eq!(res[0].as_ref().unwrap().policy, "oracle");
+        let e = res[1].as_ref().unwrap_err().to_string();
+        assert!(e.contains("nope") && e.contains("baseline"), "{e}");
+        let b = res[2].as_ref().unwrap();
+        assert_eq!(b.stats.host_pages, 4096);
+        assert_eq!(b.counters.stream0_pages, 4096);
+    }
 }
