@@ -190,3 +190,43 @@ fn frame_count_is_configurable() {
     assert_eq!(sigs.len(), 3, "{sigs:x?}");
     assert!(t.signatures().values().all(|s| s.frames.len() <= 2));
 }
+
+#[test]
+fn exact_dwarf_unwinding_agrees_with_the_frame_pointer_walk() {
+    // DWARF unwinding (PCSTREAM_UNWIND=exact) is the slow reference: on a
+    // frame-pointer build its frames are the frame-pointer walk's frames, so
+    // the signatures are identical; without frame pointers it still tells the
+    // 4 paths apart.
+    let run = |bin: &Path, unwind: &str| {
+        let work = tempfile::tempdir().unwrap();
+        let rec = tempfile::tempdir().unwrap();
+        let out = work.path().join("out");
+        Run::record(rec.path())
+            .env("PCSTREAM_UNWIND", unwind)
+            .env("PCSTREAM_FRAMES", "3")
+            .stdout(bin, &[out.to_str().unwrap()]);
+        let t = only_trace(rec.path());
+        let sigs: Vec<u64> = writes_to(&t, &out)[..4]
+            .iter()
+            .map(|w| w.signature)
+            .collect();
+        let methods: std::collections::BTreeSet<i32> =
+            t.signatures().values().map(|s| s.method).collect();
+        (sigs, methods)
+    };
+    let fp_bin = program("shim_paths", FP);
+    let (exact, m) = run(&fp_bin, "exact");
+    assert_eq!(m, [wire::UnwindMethod::Dwarf as i32].into());
+    let (fp, _) = run(&fp_bin, "fp");
+    assert_eq!(exact, fp);
+    let nofp_bin = program("shim_paths", NO_FP);
+    let (exact, _) = run(&nofp_bin, "exact");
+    assert_eq!(
+        exact
+            .iter()
+            .collect::<std::collections::BTreeSet<_>>()
+            .len(),
+        4
+    );
+    assert_eq!(run(&nofp_bin, "exact").0, exact, "stable");
+}

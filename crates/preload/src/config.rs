@@ -21,6 +21,10 @@ pub enum Unwind {
     FramePointer,
     /// Bounded stack scan only.
     Scan,
+    /// DWARF unwinding (libgcc's unwinder through the `backtrace` crate):
+    /// the slow (µs), exact reference the fast modes are measured against.
+    /// Not async-signal-safe: for measurements, not production.
+    Exact,
 }
 
 /// Every option of the shim.
@@ -122,7 +126,8 @@ impl Config {
                 "auto" => c.unwind = Unwind::Auto,
                 "fp" => c.unwind = Unwind::FramePointer,
                 "scan" => c.unwind = Unwind::Scan,
-                _ => complain("PCSTREAM_UNWIND", v, "auto, fp or scan"),
+                "exact" => c.unwind = Unwind::Exact,
+                _ => complain("PCSTREAM_UNWIND", v, "auto, fp, scan or exact"),
             }
         }
         if let Some(v) = text("PCSTREAM_SCAN_WORDS") {

@@ -33,6 +33,8 @@ pub enum Method {
     FramePointer = 1,
     /// At least one frame came from the stack scan.
     StackScan = 2,
+    /// DWARF unwinding (`PCSTREAM_UNWIND=exact`).
+    Dwarf = 3,
 }
 
 /// Capture parameters (from the config).
@@ -308,6 +310,11 @@ pub unsafe fn capture_into(table: &Table, record: *const usize, p: Params, out: 
     out.cached = false;
     out.skipped = false;
     let k = p.frames.clamp(1, MAX_FRAMES);
+    if p.unwind == Unwind::Exact {
+        walk_exact(table, out, k);
+        finish(out);
+        return;
+    }
     if p.unwind != Unwind::Scan && k <= CACHED_FRAMES {
         // SAFETY: forwarded caller contract.
         if let Some(raw) = unsafe { raw_chain(table, record, k) } {
@@ -550,6 +557,23 @@ unsafe fn walk(table: &Table, record: *const usize, p: Params, out: &mut Capture
         }
         a += 8;
     }
+}
+
+/// DWARF unwinding of the current stack: the shim's own frames are skipped
+/// by [`push`] like in the other modes, so `frames[0]` is the same return
+/// address the trampoline records.
+fn walk_exact(table: &Table, out: &mut Captured, k: usize) {
+    out.method = Method::Dwarf;
+    // SAFETY: libgcc's `_Unwind_Backtrace` (what the crate uses on Linux)
+    // may run on several threads at once; the callback only reads `ip`.
+    unsafe {
+        backtrace::trace_unsynchronized(|f| {
+            if push(table, out, f.ip() as usize) == Step::End {
+                return false;
+            }
+            out.n < k
+        })
+    };
 }
 
 /// What a candidate return address turned out to be.
