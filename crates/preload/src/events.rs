@@ -580,44 +580,62 @@ fn append_write(tid: u32, flush_ns: u64, force: bool, file: FileId, w: [u64; 6])
         count_dropped(1);
         return;
     };
-    // SAFETY: we moved the slot to BUSY: its cells are ours until we release it.
-    let (len, first, run) = unsafe { (&*s.len.get(), &mut *s.first_ns.get(), &mut *s.run.get()) };
-    let continues = run.active
-        && run.file == file
-        && run.w[2..] == w[2..]
-        && run.w[0].wrapping_add(run.w[1]) == w[0]
-        && run.w[1] + w[1] <= MAX_RUN;
-    let now;
-    if continues {
-        run.w[1] += w[1];
-        run.conts = run.conts.wrapping_add(1);
-        if !force && run.conts % 64 != 0 {
+    // Borrows of the slot's cells are kept short: `close_run` and
+    // `flush_locked` take their own.
+    let continued = {
+        // SAFETY: we moved the slot to BUSY: its cells are ours until we release it.
+        let run = unsafe { &mut *s.run.get() };
+        let c = run.active
+            && run.file == file
+            && run.w[2..] == w[2..]
+            && run.w[0].wrapping_add(run.w[1]) == w[0]
+            && run.w[1] + w[1] <= MAX_RUN;
+        if c {
+            run.w[1] += w[1];
+            run.conts = run.conts.wrapping_add(1);
+        }
+        c.then_some(run.conts)
+    };
+    let now = match continued {
+        // A continuation costs no clock read; the batch age is checked every
+        // 64 of them.
+        Some(conts) if !force && conts % 64 != 0 => {
             s.state.store(IDLE, Ordering::Release);
             return;
         }
-        now = crate::clock::now_ns();
-    } else {
-        close_run(s);
-        // SAFETY: as above (close_run returned the borrow).
-        let len = unsafe { *s.len.get() };
-        now = if len == 0 {
-            let t = crate::clock::anchor_ns();
-            *first = t;
-            t
-        } else {
-            crate::clock::now_ns()
-        };
-        *run = Run {
-            active: true,
-            time: now,
-            tid,
-            conts: 0,
-            file,
-            w,
-        };
-    }
-    let _ = len;
-    if force || now.saturating_sub(*first) >= flush_ns {
+        Some(_) => crate::clock::now_ns(),
+        None => {
+            close_run(s);
+            // SAFETY: as above; close_run's borrows have ended.
+            let (len, first, run) =
+                unsafe { (*s.len.get(), &mut *s.first_ns.get(), &mut *s.run.get()) };
+            let now = if len == 0 {
+                let t = crate::clock::anchor_ns();
+                *first = t;
+                t
+            } else {
+                crate::clock::now_ns()
+            };
+            *run = Run {
+                active: true,
+                time: now,
+                tid,
+                conts: 0,
+                file,
+                w,
+            };
+            now
+        }
+    };
+    finish_append(s, now, flush_ns, force);
+}
+
+/// Flushes the slot when asked to or when its batch is old, then releases it.
+#[inline]
+fn finish_append(s: &Slot, now: u64, flush_ns: u64, force: bool) {
+    // SAFETY: the caller holds the slot (BUSY).
+    let first = unsafe { *s.first_ns.get() };
+    if force || now.saturating_sub(first) >= flush_ns {
         flush_locked(s);
         s.state.store(IDLE, Ordering::Release);
         if !force {
@@ -793,17 +811,18 @@ fn append_with(
         return;
     };
     close_run(s); // keep the thread's events in order
-                  // SAFETY: we moved the slot to BUSY: its cells are ours until we release it.
-    let (len, count, first, buf) = unsafe {
-        (
-            &mut *s.len.get(),
-            &mut *s.count.get(),
-            &mut *s.first_ns.get(),
-            &mut *s.buf.get(),
-        )
-    };
     let mut now = 0;
     for attempt in 0..2 {
+        // SAFETY: we moved the slot to BUSY: its cells are ours until we
+        // release it; these borrows end before flush_locked takes its own.
+        let (len, count, first, buf) = unsafe {
+            (
+                &mut *s.len.get(),
+                &mut *s.count.get(),
+                &mut *s.first_ns.get(),
+                &mut *s.buf.get(),
+            )
+        };
         if *len == 0 {
             now = crate::clock::anchor_ns();
             *first = now;
@@ -822,15 +841,7 @@ fn append_with(
             break;
         }
     }
-    if force || now.saturating_sub(*first) >= flush_ns {
-        flush_locked(s);
-        s.state.store(IDLE, Ordering::Release);
-        if !force {
-            sweep(Some(now.saturating_sub(flush_ns)));
-        }
-        return;
-    }
-    s.state.store(IDLE, Ordering::Release);
+    finish_append(s, now, flush_ns, force);
 }
 
 /// Flushes this thread's pending batch, if any.
