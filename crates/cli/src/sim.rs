@@ -291,6 +291,17 @@ pub fn run(args: SimArgs) -> anyhow::Result<ExitCode> {
 /// Builds the device, runs the workload and returns what to report.
 fn simulate(args: &SimArgs) -> anyhow::Result<(Config, RunInfo, Stats)> {
     let cfg = args.config();
+    cfg.validate().context("invalid device configuration")?;
+    if let Some(avail) = mem_available() {
+        let need = cfg.memory_bytes();
+        if need > avail {
+            bail!(
+                "the simulated device needs about {} MiB of memory, only {} MiB are available; use a smaller geometry",
+                need >> 20,
+                avail >> 20
+            );
+        }
+    }
     let mut ssd = Ssd::new(cfg.clone()).context("invalid device configuration")?;
     let l = ssd.logical_pages();
     let mut info = RunInfo {
@@ -433,6 +444,14 @@ fn simulate(args: &SimArgs) -> anyhow::Result<(Config, RunInfo, Stats)> {
     info.flash_pages_per_s = rate(info.wall_seconds);
     info.flash_pages_per_cpu_s = rate(info.cpu_seconds);
     Ok((cfg, info, stats))
+}
+
+/// `MemAvailable` from /proc/meminfo, bytes (None where unknown).
+fn mem_available() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
 }
 
 /// CPU time of the calling thread, seconds (0 if the clock is unavailable).

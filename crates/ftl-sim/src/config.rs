@@ -151,6 +151,12 @@ impl Config {
         l.min(phys)
     }
 
+    /// Approximate memory a device of this configuration needs, in bytes:
+    /// 9 bytes per logical page, 4 per physical page, 48 per block.
+    pub fn memory_bytes(&self) -> u64 {
+        self.logical_pages() * 9 + self.geometry.physical_pages() * 4 + self.geometry.blocks() * 48
+    }
+
     /// The most blocks that can be open (being filled) at the same time:
     /// one per external stream, plus one per internal stream or one GC block.
     pub fn max_open_blocks(&self) -> u64 {
@@ -224,6 +230,8 @@ mod tests {
         let op = (c.geometry.physical_pages() as f64 - l) / l;
         assert!((op - 0.07).abs() < 1e-5, "{op}");
         c.validate().unwrap();
+        let mib = c.memory_bytes() >> 20;
+        assert!((30..100).contains(&mib), "{mib} MiB");
     }
 
     #[test]
