@@ -64,6 +64,8 @@ pub struct DeviceTracer {
     /// `st_dev` of files on the mounted file system (what the shim reports).
     pub fs_dev: u64,
     size_bytes: u64,
+    fill_bytes: u64,
+    workload_start_ns: u64,
 }
 
 fn run(cmd: &mut Command) -> Result<String> {
@@ -126,6 +128,8 @@ impl DeviceTracer {
             dev: (0, 0),
             fs_dev: 0,
             size_bytes: opts.size_bytes,
+            fill_bytes: 0,
+            workload_start_ns: 0,
         };
         // On error `t` drops here and undoes whatever was done.
         t.setup(opts)?;
@@ -205,6 +209,45 @@ impl DeviceTracer {
         &self.mount_point
     }
 
+    /// Ages the file system as the paper does: writes one file of
+    /// `fraction` × the file system's size sequentially (1 MiB writes, then
+    /// fsync), so the workload runs in the remaining space and the device
+    /// holds that much valid cold data. Returns the bytes written. The
+    /// writes are traced (they come before the workload's start mark).
+    pub fn fill(&mut self, fraction: f64) -> Result<u64> {
+        if !(0.0..1.0).contains(&fraction) {
+            bail!("--device-fill: {fraction} is outside [0, 1)");
+        }
+        if fraction == 0.0 {
+            return Ok(0);
+        }
+        let total = self.size_bytes;
+        // Leave the file system's own reserve alone: never more than what is free minus 5%.
+        let st = nix_statvfs(&self.mount_point)?;
+        let free = st.0;
+        let want = ((total as f64 * fraction) as u64).min(free.saturating_sub(total / 20));
+        let want = want / (1 << 20) * (1 << 20);
+        let path = self.mount_point.join(".pcstream-fill");
+        let mut f =
+            File::create(&path).with_context(|| format!("cannot create {}", path.display()))?;
+        let chunk = vec![0x5au8; 1 << 20];
+        let mut done = 0u64;
+        while done < want {
+            f.write_all(&chunk)
+                .with_context(|| format!("filling {} ({done} bytes written)", path.display()))?;
+            done += chunk.len() as u64;
+        }
+        f.sync_all()
+            .with_context(|| format!("cannot fsync {}", path.display()))?;
+        self.fill_bytes = done;
+        Ok(done)
+    }
+
+    /// Marks the start of the workload (after any fill).
+    pub fn mark_workload_start(&mut self, mono_ns: u64) {
+        self.workload_start_ns = mono_ns;
+    }
+
     /// Syncs and unmounts the file system (so every write and discard reaches
     /// the device), stops tracing, tears everything down and returns the
     /// parsed device records in time order.
@@ -219,6 +262,8 @@ impl DeviceTracer {
             fs_type: "ext4".into(),
             block_size: FS_BLOCK_SIZE,
             lost_events: trace.lost_events,
+            fill_bytes: self.fill_bytes,
+            workload_start_ns: self.workload_start_ns,
         };
         self.teardown();
         // The raw text is parsed into the trace; keep nothing machine-sized behind.
@@ -293,6 +338,21 @@ impl Drop for DeviceTracer {
     fn drop(&mut self) {
         self.teardown();
     }
+}
+
+/// (available bytes) of the file system holding `p`.
+fn nix_statvfs(p: &Path) -> Result<(u64,)> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(p.as_os_str().as_bytes())
+        .with_context(|| format!("path {} has a NUL byte", p.display()))?;
+    // SAFETY: a zeroed statvfs is a valid out-parameter.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: `c` is NUL-terminated and `st` is valid for writes.
+    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
+        return Err(std::io::Error::last_os_error())
+            .with_context(|| format!("statvfs {}", p.display()));
+    }
+    Ok((st.f_bavail as u64 * st.f_frsize as u64,))
 }
 
 trait NonBlock {

@@ -50,6 +50,16 @@ pub struct RecordArgs {
     /// Size of the scratch device for --device-trace (e.g. 2G, 512M).
     #[arg(long, value_name = "SIZE", default_value = "2G", value_parser = parse_size)]
     pub device_size: u64,
+    /// Age the scratch file system first, as the paper does: one file of this
+    /// fraction of its size written sequentially before the command starts
+    /// (e.g. 0.9). Its device writes are in the trace, marked as ageing.
+    #[arg(
+        long,
+        value_name = "FRACTION",
+        default_value_t = 0.0,
+        requires = "device_trace"
+    )]
+    pub device_fill: f64,
     #[command(flatten)]
     pub shim: ShimOptions,
     /// The command and its arguments.
@@ -184,12 +194,19 @@ pub fn run(args: RecordArgs) -> anyhow::Result<ExitCode> {
         "PCSTREAM_RECORD_DIR".into(),
         parts_dir.clone().into_os_string(),
     ));
-    let tracer = if args.device_trace {
-        let t = DeviceTracer::start(&DeviceTraceOptions {
+    let mut tracer = if args.device_trace {
+        let mut t = DeviceTracer::start(&DeviceTraceOptions {
             size_bytes: args.device_size,
             work_dir: out.join(DEVICE_DIR),
             buffer_kb: 16 << 10,
         })?;
+        let filled = t.fill(args.device_fill)?;
+        if filled > 0 {
+            eprintln!(
+                "pcstreamctl record: aged the scratch file system with {:.0} MiB of cold data",
+                filled as f64 / 1048576.0
+            );
+        }
         let tmp = t.mount_point().join("tmp");
         std::fs::create_dir_all(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
         env.push(("PCSTREAM_DEVICE_DIR".into(), t.mount_point().into()));
@@ -199,6 +216,9 @@ pub fn run(args: RecordArgs) -> anyhow::Result<ExitCode> {
         None
     };
     let (start_mono_ns, start_unix_ns) = clocks_now();
+    if let Some(t) = tracer.as_mut() {
+        t.mark_workload_start(start_mono_ns);
+    }
     let status = launch::run_child_in(
         &args.command,
         &env,

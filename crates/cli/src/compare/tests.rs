@@ -58,6 +58,7 @@ impl Builder {
                     fs_type: "ext4".into(),
                     block_size: 4096,
                     lost_events: 0,
+                    ..Default::default()
                 })),
             })
             .unwrap();
