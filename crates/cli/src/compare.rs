@@ -16,7 +16,7 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Context};
 use ftl_sim::replay::{
-    simulate_all, DeviceSpec, Job, JoinStats, Replay, ReplayOptions, RunResult, Source,
+    self, simulate_all, DeviceSpec, Job, JoinStats, Replay, ReplayOptions, RunResult, Source,
 };
 use pcstream_placement::policies::{PolicyConfig, POLICY_NAMES};
 use serde::Serialize;
@@ -130,8 +130,12 @@ pub struct TraceReport {
     pub host_pages: u64,
     /// Logical pages of the traced device (or of the allocation model).
     pub trace_logical_pages: u64,
-    /// Distinct pages the replay writes or trims.
+    /// Distinct pages the replay writes (after confinement, if any).
     pub footprint_pages: u64,
+    /// When the trace's pages were spread over more than the hot region
+    /// (5/4 of the peak live data), they were re-allocated into it before
+    /// ageing: the footprint they had in the trace.
+    pub confined_from_pages: Option<u64>,
     /// Peak of live pages during the replay.
     pub peak_live_pages: u64,
     /// The simulated device.
@@ -347,11 +351,17 @@ pub fn compare(traces: &[PathBuf], opts: &Options) -> anyhow::Result<Report> {
             Replay::from_trace(p, &ropts).with_context(|| format!("replaying {}", p.display()))
         })
         .collect::<anyhow::Result<_>>()?;
-    for (r, p) in replays.iter().zip(traces) {
-        if r.host_pages() == 0 {
-            bail!("{}: the trace has no writes to replay", p.display());
-        }
-    }
+    let replays: Vec<Replay> = replays
+        .into_iter()
+        .zip(traces)
+        .map(|(r, p)| {
+            if r.host_pages() == 0 {
+                bail!("{}: the trace has no writes to replay", p.display());
+            }
+            replay::fit_for_ageing(r, opts.prefill)
+                .map_err(|e| anyhow::anyhow!("{}: {e}", p.display()))
+        })
+        .collect::<anyhow::Result<_>>()?;
     let modes = opts.internal.modes();
     let mut jobs = Vec::new();
     for r in &replays {
@@ -419,6 +429,7 @@ fn trace_report(path: &Path, r: &Replay, runs: &[RunResult]) -> TraceReport {
         host_pages: r.host_pages(),
         trace_logical_pages: r.logical_pages,
         footprint_pages: r.footprint_pages,
+        confined_from_pages: r.confined_from,
         peak_live_pages: r.peak_live_pages,
         device: DeviceReport {
             channels: g.channels,
@@ -570,6 +581,15 @@ pub fn render(rep: &Report) -> String {
             size(t.peak_live_pages),
             size(d.cold_pages)
         );
+        if let Some(f) = t.confined_from_pages {
+            let _ = writeln!(
+                o,
+                "        the trace's writes spread over {}: re-allocated into {} (5/4 of the peak live data) \
+                 as on the aged device",
+                size(f),
+                size(t.footprint_pages.max(1))
+            );
+        }
         let _ = writeln!(o);
         let _ = writeln!(
             o,

@@ -141,8 +141,11 @@ pub struct Replay {
     /// written since the start) at which that page is next overwritten or
     /// trimmed, [`NEVER`] if never within the trace (see [`Replay::death`]).
     pub deaths: Vec<u64>,
-    /// Distinct logical pages the replay writes or trims.
+    /// Distinct logical pages the replay writes.
     pub footprint_pages: u64,
+    /// Set by [`confine`]: the footprint before the replay's pages were
+    /// re-allocated into a smaller region.
+    pub confined_from: Option<u64>,
     /// The most logical pages holding data at once during the replay
     /// (starting from an empty device).
     pub peak_live_pages: u64,
@@ -324,7 +327,7 @@ impl Replay {
         (d != NEVER).then_some(d)
     }
 
-    /// Whether the replay writes or trims logical page `lpn`.
+    /// Whether the replay writes logical page `lpn`.
     pub fn touches(&self, lpn: u64) -> bool {
         self.touched
             .get((lpn / 64) as usize)
@@ -398,7 +401,6 @@ fn finish(
             Op::Trim { lpn, pages } => {
                 for p in lpn..lpn + pages {
                     let (w, b) = ((p / 64) as usize, 1u64 << (p % 64));
-                    touched[w] |= b;
                     if mapped[w] & b != 0 {
                         mapped[w] &= !b;
                         live -= 1;
@@ -435,6 +437,7 @@ fn finish(
         footprint_pages,
         peak_live_pages: peak,
         touched,
+        confined_from: None,
         logical_pages,
         source,
         stats,
@@ -1013,8 +1016,21 @@ pub fn run(
                     policy.trim(lpn + done, n, clock);
                     done += u64::from(n);
                 }
-                ssd.trim(lpn, pages)
-                    .map_err(|source| ReplayError::Sim { index, source })?;
+                // Only pages the replay writes: the others may hold the
+                // cold data of the ageing, which the workload never frees.
+                let mut p = lpn;
+                while p < lpn + pages {
+                    if !replay.touches(p) {
+                        p += 1;
+                        continue;
+                    }
+                    let start = p;
+                    while p < lpn + pages && replay.touches(p) {
+                        p += 1;
+                    }
+                    ssd.trim(start, p - start)
+                        .map_err(|source| ReplayError::Sim { index, source })?;
+                }
             }
             Op::InvalidateFile {
                 file,
@@ -1024,6 +1040,113 @@ pub fn run(
         }
     }
     Ok(c)
+}
+
+/// Re-allocates the replay's logical pages into `0..hot_pages` (the logical
+/// size stays the larger of the two), as the
+/// traced file system would have placed them on a device whose remaining
+/// space is taken by cold data: a page keeps its address when that is below
+/// `hot_pages` and free, else it gets the free page after the previous one
+/// written (next-fit); a trim frees the pages. Overwrite, trim and
+/// death order are unchanged (the FTL sees the same page identities under
+/// other names); only LBA-based policies see different addresses. Needs
+/// `hot_pages` ≥ the peak of live pages.
+pub fn confine(replay: &Replay, hot_pages: u64) -> Result<Replay, String> {
+    if hot_pages < replay.peak_live_pages {
+        return Err(format!(
+            "cannot confine {} live pages into {hot_pages}",
+            replay.peak_live_pages
+        ));
+    }
+    const NONE: u64 = u64::MAX;
+    let mut map = vec![NONE; replay.logical_pages as usize];
+    let mut alloc = Allocator::new(hot_pages.max(1));
+    let mut ops = Vec::with_capacity(replay.ops.len());
+    let mut last: Option<u64> = None;
+    for op in &replay.ops {
+        match *op {
+            Op::Write {
+                lpn,
+                pages,
+                file,
+                file_page,
+                signature,
+                app_hint,
+                class,
+            } => {
+                for i in 0..u64::from(pages) {
+                    let old = lpn + i;
+                    let new = match map[old as usize] {
+                        NONE => {
+                            let goal = if old < hot_pages {
+                                Some(old)
+                            } else {
+                                last.map(|l| l + 1)
+                            };
+                            let n = alloc
+                                .alloc(goal)
+                                .ok_or_else(|| format!("no free page among {hot_pages}"))?;
+                            map[old as usize] = n;
+                            n
+                        }
+                        n => n,
+                    };
+                    last = Some(new);
+                    let fp = if file.is_some() { file_page + i } else { 0 };
+                    push_page(&mut ops, new, (file, fp, signature, app_hint, class));
+                }
+            }
+            Op::Trim { lpn, pages } => {
+                let mut freed = Vec::new();
+                for old in lpn..lpn + pages {
+                    let n = map[old as usize];
+                    if n != NONE {
+                        map[old as usize] = NONE;
+                        alloc.set(n, false);
+                        freed.push(n);
+                    }
+                }
+                freed.sort_unstable();
+                let mut k = 0;
+                while k < freed.len() {
+                    let mut n = 1;
+                    while k + n < freed.len() && freed[k + n] == freed[k] + n as u64 {
+                        n += 1;
+                    }
+                    ops.push(Op::Trim {
+                        lpn: freed[k],
+                        pages: n as u64,
+                    });
+                    k += n;
+                }
+            }
+            Op::InvalidateFile { .. } => ops.push(*op),
+        }
+    }
+    let logical = replay.logical_pages.max(hot_pages).max(1);
+    let mut r = finish(ops, logical, replay.source, replay.stats.clone())?;
+    r.confined_from = Some(replay.footprint_pages);
+    r.file_names = replay.file_names.clone();
+    Ok(r)
+}
+
+/// The hot region [`confine`] uses before ageing: 5/4 of the peak of live
+/// pages (the allocation model's default slack), at least 1024 pages.
+pub fn hot_region(replay: &Replay) -> u64 {
+    (replay.peak_live_pages + replay.peak_live_pages / 4).max(1024)
+}
+
+/// Confines the replay into [`hot_region`] when its footprint is larger,
+/// so that the `prefill` cold data leaves the workload the room a file
+/// system on the aged device would have: the replay unchanged otherwise,
+/// or when `prefill` is 0.
+pub fn fit_for_ageing(replay: Replay, prefill: f64) -> Result<Replay, String> {
+    let hot = hot_region(&replay);
+    if prefill > 0.0 && replay.footprint_pages > hot {
+        confine(&replay, hot)
+    } else {
+        Ok(replay)
+    }
 }
 
 /// The simulated device a replay runs on, before sizing (see [`layout`]).
@@ -1482,5 +1605,49 @@ mod tests {
         let b = res[2].as_ref().unwrap();
         assert_eq!(b.stats.host_pages, 4096);
         assert_eq!(b.counters.stream0_pages, 4096);
+    }
+
+    #[test]
+    fn confine_renames_pages_but_keeps_every_death() {
+        // Pages spread 7 apart, rewritten, trimmed (also a never-written
+        // range), rewritten again.
+        let mut ops: Vec<Op> = (0..200).map(|i| w(i * 7, 1)).collect();
+        ops.extend((0..100).map(|i| w(i * 7, 1)));
+        ops.push(Op::Trim { lpn: 0, pages: 700 });
+        ops.push(Op::Trim {
+            lpn: 1500,
+            pages: 100,
+        });
+        ops.extend((0..50).map(|i| w(1400 + i * 3, 1)));
+        let r = Replay::from_ops(ops, 2000, Source::GroundTruth).unwrap();
+        assert_eq!(r.peak_live_pages, 200);
+        let c = confine(&r, 256).unwrap();
+        assert_eq!(c.deaths, r.deaths);
+        assert_eq!(c.peak_live_pages, r.peak_live_pages);
+        assert_eq!(c.confined_from, Some(r.footprint_pages));
+        assert!(c.footprint_pages <= 256);
+        assert_eq!(c.logical_pages, 2000);
+        for op in &c.ops {
+            match *op {
+                Op::Write { lpn, pages, .. } => assert!(lpn + u64::from(pages) <= 256),
+                // Only the 100 mapped pages of 0..700; nothing of 1500..1600.
+                Op::Trim { lpn, pages } => assert!(lpn + pages <= 256),
+                Op::InvalidateFile { .. } => {}
+            }
+        }
+        let trimmed: u64 = c
+            .ops
+            .iter()
+            .map(|op| match *op {
+                Op::Trim { pages, .. } => pages,
+                _ => 0,
+            })
+            .sum();
+        assert_eq!(trimmed, 100);
+        assert!(confine(&r, 199).unwrap_err().contains("200 live pages"));
+        // Nothing to do for a dense replay.
+        let dense = replay_touching(4096, &(0..2000).collect::<Vec<_>>());
+        let f = fit_for_ageing(dense, 0.9).unwrap();
+        assert_eq!(f.confined_from, None);
     }
 }

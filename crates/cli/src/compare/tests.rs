@@ -23,9 +23,10 @@ struct Builder {
 }
 
 /// The test's own "file system" for ground-truth traces: 16-page extents
-/// from a free list, a journal region written between data.
+/// from a FIFO free list (so writes spread over the whole device, as a
+/// fresh ext4 does), a journal region written between data.
 struct DeviceAlloc {
-    free: Vec<u64>,
+    free: std::collections::VecDeque<u64>,
     /// file (ino, chunk index) → device block
     owned: HashMap<(u64, u64), u64>,
     journal_next: u64,
@@ -63,9 +64,7 @@ impl Builder {
             })
             .unwrap();
             DeviceAlloc {
-                // Popped from the end: lowest extents first.
                 free: (JOURNAL_BLOCKS / CHUNK..pages / CHUNK)
-                    .rev()
                     .map(|c| c * CHUNK)
                     .collect(),
                 owned: HashMap::new(),
@@ -132,7 +131,7 @@ impl Builder {
         }));
         if self.device.is_some() {
             let d = self.device.as_mut().unwrap();
-            let blk = d.free.pop().expect("test device has room");
+            let blk = d.free.pop_front().expect("test device has room");
             d.owned.insert((ino, chunk), blk);
             d.data_pages += CHUNK;
             self.t += 10;
@@ -171,7 +170,7 @@ impl Builder {
             for c in 0..chunks {
                 let d = self.device.as_mut().unwrap();
                 let blk = d.owned.remove(&(ino, c)).expect("chunk was written");
-                d.free.push(blk);
+                d.free.push_back(blk);
                 d.trimmed_pages += CHUNK;
                 self.block(blk, CHUNK, wire::BlockOp::Discard);
             }
@@ -374,6 +373,15 @@ fn ground_truth_trace_is_joined_and_separated() {
     assert_eq!(t.join.trim_pages, d.trimmed_pages);
     assert_eq!(t.trace_logical_pages, 16384);
     assert!(t.device.logical_pages >= 16384);
+    // The FIFO allocator spread the writes over the whole device; the
+    // replay was re-allocated into 5/4 of the peak live data to age it.
+    assert!(
+        t.confined_from_pages.unwrap() > 15_000,
+        "{:?}",
+        t.confined_from_pages
+    );
+    assert!(t.footprint_pages <= t.peak_live_pages * 5 / 4 + 1);
+    assert!(render(&rep).contains("re-allocated into"));
     let base = waf(t, "baseline", false);
     let pcs = waf(t, "pcstream", false);
     assert!(pcs < base * 0.9, "pcstream {pcs} vs baseline {base}");
