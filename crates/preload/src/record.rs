@@ -82,6 +82,16 @@ fn to_high(fd: c_int) -> c_int {
 /// The application is about to reuse `fd` (as the target of `dup2`/`dup3`):
 /// if it is one of ours, move ours elsewhere first.
 pub fn evacuate(fd: c_int) {
+    if !is_ours(fd) {
+        return;
+    }
+    // SAFETY: getpid has no preconditions.
+    if unsafe { libc::getpid() } as u32 != pid() {
+        // A vfork child shares our memory but not our descriptor table:
+        // moving "our" descriptor here would repoint the parent's trace at
+        // a descriptor the parent does not have. Let the child have it.
+        return;
+    }
     for slot in [&RECORD_FD, &SOCK_FD] {
         if fd >= 0 && slot.load(Ordering::Relaxed) == fd {
             let n = fcntl_int(fd, libc::F_DUPFD_CLOEXEC, fd + 1);
