@@ -69,12 +69,16 @@ fn entry(fd: i32) -> Option<&'static Entry> {
     usize::try_from(fd).ok().and_then(|i| TABLE.get(i))
 }
 
-/// Fills the entry of a descriptor the shim saw opened.
-pub fn set(fd: i32, st: &libc::stat, oflags: i32) {
+/// Fills the entry of a descriptor the shim saw opened. `may_track`: the
+/// shim sees every write through it (false for stdio-owned descriptors,
+/// whose position libc moves internally).
+pub fn set(fd: i32, st: &libc::stat, oflags: i32, may_track: bool) {
     let Some(e) = entry(fd) else { return };
     let regular = st.st_mode & libc::S_IFMT == libc::S_IFREG;
-    let track =
-        regular && oflags & libc::O_ACCMODE == libc::O_WRONLY && oflags & libc::O_APPEND == 0;
+    let track = may_track
+        && regular
+        && oflags & libc::O_ACCMODE == libc::O_WRONLY
+        && oflags & libc::O_APPEND == 0;
     let v = e.ver.load(Ordering::Relaxed);
     e.ver.store(v | 1, Ordering::Relaxed);
     std::sync::atomic::fence(Ordering::Release);
@@ -212,7 +216,7 @@ mod tests {
     fn set_get_advance_clear() {
         let f = tempfile::tempfile().unwrap();
         let st = stat_of(&f);
-        set(4000, &st, libc::O_WRONLY);
+        set(4000, &st, libc::O_WRONLY, true);
         let i = get(4000).unwrap();
         assert!(i.regular && i.tracked);
         assert_eq!(i.id.ino, st.st_ino);
@@ -222,18 +226,18 @@ mod tests {
         assert!(!get(4000).unwrap().tracked);
         clear(4000);
         assert!(get(4000).is_none());
-        set(4001, &st, libc::O_RDWR);
+        set(4001, &st, libc::O_RDWR, true);
         assert!(
             !get(4001).unwrap().tracked,
             "read-write descriptors are not tracked"
         );
-        set(4002, &st, libc::O_WRONLY | libc::O_APPEND);
+        set(4002, &st, libc::O_WRONLY | libc::O_APPEND, true);
         assert!(
             !get(4002).unwrap().tracked,
             "append descriptors are not tracked"
         );
         bump_fork_generation();
-        set(4003, &st, libc::O_WRONLY);
+        set(4003, &st, libc::O_WRONLY, true);
         assert!(get(4003).unwrap().tracked);
         bump_fork_generation();
         assert!(!get(4003).unwrap().tracked, "positions die at fork");

@@ -330,12 +330,7 @@ pub fn opened(fd: c_int, oflags: c_int, before: Option<PathStat>, stdio: bool) {
         files::clear(fd);
         return;
     }
-    let flags = if stdio {
-        oflags | libc::O_APPEND
-    } else {
-        oflags
-    };
-    files::set(fd, &st, flags);
+    files::set(fd, &st, oflags, !stdio);
     let id = FileId {
         dev: st.st_dev,
         ino: st.st_ino,
