@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# bench/workloads.sh WORKLOAD SCALE
+#
+# One benchmark workload, run in the current directory (under `pcstreamctl
+# record --device-trace` that is the fresh ext4 on the traced loop device).
+# SCALE is `full` (docs/results.md) or `quick` (the tests: seconds).
+# Needs $BENCH_DATA: a directory prepared by bench/run.sh (or the tests) with
+# cbase/ (gen_cbase.py output) and tpcc.sql (gen_tpcc.py output).
+set -euo pipefail
+wl=${1:?workload}
+scale=${2:-full}
+data=${BENCH_DATA:?BENCH_DATA must name the prepared data directory}
+
+if [ "$scale" = quick ]; then
+  KEYS=3000 ROUNDS=2
+else
+  KEYS=40000 ROUNDS=6
+fi
+
+# RocksDB: the paper's scaled emulator set-up (base file 8 MB, 8 KB values, 4
+# levels, multiplier 10), scaled by 1/2 (4 MiB files, 4 KiB values, 4 MiB
+# memtables, 16 MiB L1). WAL/SST range syncs so short-lived files reach the device.
+rocks() {
+  local db=$1; shift
+  db_bench --db="$db" --num="$KEYS" --key_size=16 --value_size=4096 \
+    --write_buffer_size=4194304 --target_file_size_base=4194304 \
+    --max_bytes_for_level_base=16777216 --max_bytes_for_level_multiplier=10 \
+    --num_levels=4 --compression_type=none --statistics=0 \
+    --wal_bytes_per_sync=65536 --bytes_per_sync=262144 --seed=42 \
+    --histogram=0 "$@" >/dev/null 2>&1
+}
+
+# gcc/make: ROUNDS partial rebuilds after a full build, a third of the
+# sources edited per round (the paper's kernel-build scenario, scaled).
+gcc_rounds() {
+  local dir=$1
+  cp -r "$data/cbase" "$dir"
+  (cd "$dir" && make -s -j2 >/dev/null
+   for r in $(seq 1 "$ROUNDS"); do sh touch.sh "$r"; make -s -j2 >/dev/null; done)
+}
+
+sqlite_tpcc() {
+  sqlite3 "$1" <"$data/tpcc.sql" >/dev/null
+}
+
+case "$wl" in
+  rocksdb-fr) rocks db --benchmarks=fillrandom --num=$((KEYS * 2)) ;;
+  rocksdb-ur) rocks db --benchmarks=fillrandom,updaterandom ;;
+  rocksdb-ar) rocks db --benchmarks=appendrandom,appendrandom --value_size=1024 ;;
+  rocksdb-ycsba) rocks db --benchmarks=fillrandom,readrandomwriterandom --readwritepercent=50 --num=$((KEYS / 2)) --reads=$((KEYS)) ;;
+  sqlite-tpcc) sqlite_tpcc tpcc.db ;;
+  gcc) gcc_rounds build ;;
+  mixed-rocksdb-gcc)
+    rocks db --benchmarks=fillrandom,updaterandom --num=$((KEYS / 2)) & p1=$!
+    gcc_rounds build & p2=$!
+    wait $p1; wait $p2 ;;
+  mixed-sqlite-gcc)
+    sqlite_tpcc tpcc.db & p1=$!
+    gcc_rounds build & p2=$!
+    wait $p1; wait $p2 ;;
+  *) echo "workloads.sh: unknown workload '$wl'" >&2; exit 2 ;;
+esac
