@@ -1,4 +1,5 @@
-//! SVG charts of a `compare` report (plotters): per trace, WAF bars and
+//! SVG charts of a `compare` report (plotters): with several traces, WAF of
+//! every policy grouped by trace; per trace, WAF bars and
 //! normalised-IOPS bars per policy (internal streams off/on side by side),
 //! and per-stream lifetime box plots for every policy on a log scale
 //! (paper Fig. 11: box = p25..p75, line = median).
@@ -18,6 +19,19 @@ const ON: RGBColor = RGBColor(0xdd, 0x84, 0x52);
 pub fn write_all(report: &Report, dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let mut files = Vec::new();
+    if report.traces.len() > 1 {
+        for internal in [false, true] {
+            if !report.settings.internal_streams.contains(&internal) {
+                continue;
+            }
+            let f = dir.join(format!(
+                "all-waf-internal-{}.svg",
+                if internal { "on" } else { "off" }
+            ));
+            all_traces(&f, report, internal).with_context(|| format!("writing {}", f.display()))?;
+            files.push(f);
+        }
+    }
     for (i, t) in report.traces.iter().enumerate() {
         let stem = Path::new(&t.path)
             .file_stem()
@@ -190,6 +204,102 @@ fn bars(
             .draw()
             .map_err(err)?;
     }
+    root.present().map_err(err)?;
+    Ok(())
+}
+
+const PALETTE: [RGBColor; 8] = [
+    RGBColor(0x4c, 0x72, 0xb0),
+    RGBColor(0xdd, 0x84, 0x52),
+    RGBColor(0x55, 0xa8, 0x68),
+    RGBColor(0xc4, 0x4e, 0x52),
+    RGBColor(0x81, 0x72, 0xb3),
+    RGBColor(0x93, 0x78, 0x60),
+    RGBColor(0xda, 0x8b, 0xc3),
+    RGBColor(0x8c, 0x8c, 0x8c),
+];
+
+/// WAF of every policy (bars, one colour each) grouped by trace (paper Fig. 9 style).
+fn all_traces(path: &Path, report: &Report, internal: bool) -> anyhow::Result<()> {
+    let pols = &report.settings.policies;
+    let n = report.traces.len();
+    let ymax = report
+        .traces
+        .iter()
+        .flat_map(|t| t.runs.iter().map(|r| r.waf))
+        .fold(1.0f64, f64::max)
+        * 1.6;
+    let root = SVGBackend::new(path, ((60 * pols.len() * n) as u32 + 200, 440)).into_drawing_area();
+    root.fill(&WHITE).map_err(err)?;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(
+            format!(
+                "WAF per trace, internal streams {}",
+                if internal { "on" } else { "off" }
+            ),
+            ("sans-serif", 18),
+        )
+        .margin(12)
+        .x_label_area_size(36)
+        .y_label_area_size(56)
+        .build_cartesian_2d(-0.5f64..(n as f64 - 0.5), 0f64..ymax)
+        .map_err(err)?;
+    let names: Vec<String> = report
+        .traces
+        .iter()
+        .map(|t| {
+            Path::new(&t.path)
+                .parent()
+                .and_then(|d| d.file_name())
+                .map(|d| format!("{}/{}", d.to_string_lossy(), title_of(t)))
+                .unwrap_or_else(|| title_of(t))
+        })
+        .collect();
+    chart
+        .configure_mesh()
+        .disable_x_mesh()
+        .x_labels(n + 1)
+        .x_label_formatter(&move |x: &f64| {
+            let i = x.round();
+            if (x - i).abs() < 1e-6 && i >= 0.0 && (i as usize) < names.len() {
+                names[i as usize].clone()
+            } else {
+                String::new()
+            }
+        })
+        .y_desc("write amplification")
+        .draw()
+        .map_err(err)?;
+    let width = 0.8 / pols.len().max(1) as f64;
+    for (k, p) in pols.iter().enumerate() {
+        let color = PALETTE[k % PALETTE.len()];
+        let pts: Vec<(f64, f64)> = report
+            .traces
+            .iter()
+            .enumerate()
+            .filter_map(|(i, t)| {
+                let r = t
+                    .runs
+                    .iter()
+                    .find(|r| &r.policy == p && r.internal_streams == internal)?;
+                Some((i as f64 - 0.4 + width * k as f64, r.waf))
+            })
+            .collect();
+        chart
+            .draw_series(pts.iter().map(|&(x, v)| {
+                Rectangle::new([(x + 0.01, 0.0), (x + width - 0.01, v)], color.filled())
+            }))
+            .map_err(err)?
+            .label(p.clone())
+            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], color.filled()));
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperRight)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .draw()
+        .map_err(err)?;
     root.present().map_err(err)?;
     Ok(())
 }

@@ -511,6 +511,26 @@ fn json_has_the_tables_and_svg_charts_are_written() {
 }
 
 #[test]
+fn several_traces_get_a_summary_chart() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = model_trace(dir.path());
+    let opts = Options {
+        policies: vec!["baseline".into(), "oracle".into()],
+        ..small_opts(InternalMode::Off)
+    };
+    let rep = compare(&[p.clone(), p], &opts).unwrap();
+    assert_eq!(rep.traces.len(), 2);
+    assert_eq!(rep.traces[0].runs[0].waf, rep.traces[1].runs[0].waf);
+    let out = dir.path().join("charts");
+    let files = crate::charts::write_all(&rep, &out).unwrap();
+    let all = out.join("all-waf-internal-off.svg");
+    assert!(files.contains(&all), "{files:?}");
+    assert!(out.join("2-files-waf.svg").exists());
+    let s = std::fs::read_to_string(all).unwrap();
+    assert!(s.contains("oracle") && s.contains("</svg>"));
+}
+
+#[test]
 fn unknown_policy_lists_the_known_ones() {
     let opts = Options {
         policies: vec!["autostream".into()],
