@@ -1,12 +1,23 @@
 #!/usr/bin/env bash
 # Installs the Debian packages the project and its tests need (idempotent).
 # As root it uses apt-get; otherwise it only checks and names what is missing.
+#   cc, make        gcc, make      build the C test programs and the gcc workloads
+#   sqlite3         sqlite3        SQLite workloads
+#   db_bench        rocksdb-tools  RocksDB workloads (Debian's RocksDB 7.8)
+#   strace, nm      strace, binutils   shim tests (syscall counts, symbol offsets)
+#   mkfs.ext4       e2fsprogs      `record --device-trace` scratch file systems
+#   losetup         mount          loop devices for `record --device-trace`
 set -euo pipefail
 need=()
-command -v cc >/dev/null || need+=(gcc)
-command -v make >/dev/null || need+=(make)
-command -v sqlite3 >/dev/null || need+=(sqlite3)
-command -v db_bench >/dev/null || need+=(rocksdb-tools)
+check() { command -v "$1" >/dev/null || need+=("$2"); }
+check cc gcc
+check make make
+check sqlite3 sqlite3
+check db_bench rocksdb-tools
+check strace strace
+check nm binutils
+check mkfs.ext4 e2fsprogs
+check losetup mount
 command -v cargo >/dev/null || { echo "install-deps: cargo not found: install Rust (rustup) first" >&2; exit 1; }
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
