@@ -50,7 +50,11 @@ pub fn artifact(file: &str, package: &str) -> PathBuf {
         let st = cmd.status().expect("run cargo build");
         assert!(st.success(), "cargo build -p {package} failed");
     }
-    assert!(path.exists(), "{} missing after building {package}", path.display());
+    assert!(
+        path.exists(),
+        "{} missing after building {package}",
+        path.display()
+    );
     path
 }
 

@@ -26,8 +26,7 @@ fn db_bench_device_writes_are_attributed_and_deletions_trim() {
     // SAFETY: geteuid has no preconditions.
     let uid = unsafe { libc::geteuid() };
     assert_eq!(
-        uid,
-        0,
+        uid, 0,
         "device-trace tests need root (loop devices, mount, tracefs)"
     );
     require_tool("db_bench", "rocksdb-tools");
