@@ -58,6 +58,10 @@ pub struct FdInfo {
     /// Whether this process already named the file (`OpenEvent`) through
     /// this table entry.
     pub named: bool,
+    /// Whether this process saw the descriptor opened (a table entry of
+    /// this fork generation): its first write names the file even when the
+    /// inode number was seen before (it may have been freed and reused).
+    pub opened: bool,
 }
 
 /// Both sides of a fork: file positions are shared from now on.
@@ -149,6 +153,7 @@ pub fn get(fd: i32) -> Option<FdInfo> {
         append: Some(flags & APPEND != 0),
         // A fork child names its files again in its own trace.
         named: flags & NAMED != 0 && gen_ok,
+        opened: gen_ok,
     })
 }
 
@@ -196,6 +201,7 @@ pub fn info(fd: i32) -> Option<FdInfo> {
         tracked: false,
         append: None,
         named: false,
+        opened: false,
     })
 }
 

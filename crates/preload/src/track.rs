@@ -61,9 +61,19 @@ unsafe fn context(rec: *const usize) -> Option<Captured> {
     Some(cap)
 }
 
-/// Names a file (`OpenEvent`) the first time this process writes to it.
-fn name_file(fd: c_int, id: FileId) {
-    if !SEEN_FILES.insert(mix64(id.dev.rotate_left(32) ^ mix64(id.ino))) {
+/// The key of a file in `SEEN_FILES`.
+fn file_key(id: FileId) -> u64 {
+    mix64(id.dev.rotate_left(32) ^ mix64(id.ino))
+}
+
+/// Names a file (`OpenEvent`) before the first write event through a
+/// descriptor this process saw opened (every such open: the inode number may
+/// belong to a new file since an earlier one), or, for descriptors it did not
+/// see opened, the first time it writes to the inode since the inode was last
+/// seen unlinked or replaced.
+fn name_file(fd: c_int, info: files::FdInfo) {
+    let id = info.id;
+    if !SEEN_FILES.insert(file_key(id)) && !info.opened {
         return;
     }
     let mut link = [0u8; 32];
@@ -170,7 +180,7 @@ unsafe fn finish_write(
     };
     if events_on() {
         if !info.named {
-            name_file(fd, id);
+            name_file(fd, info);
             files::mark_named(fd);
         }
         state::emit(&Kind::Write {
@@ -266,6 +276,7 @@ pub unsafe fn before_unlink(dirfd: c_int, path: *const c_char) -> Option<PathSta
 /// After a successful unlink of a file seen by [`before_unlink`].
 pub fn unlinked(s: PathStat) {
     hint::forget(s.id);
+    SEEN_FILES.remove(file_key(s.id));
     invalidate(s.id, InvalidateKind::Unlink, 0, s.size);
 }
 
@@ -290,6 +301,7 @@ pub unsafe fn before_rename(
 /// After a successful rename that replaced `dst`.
 pub fn replaced(dst: PathStat) {
     hint::forget(dst.id);
+    SEEN_FILES.remove(file_key(dst.id));
     invalidate(dst.id, InvalidateKind::RenameReplace, 0, dst.size);
 }
 
