@@ -42,6 +42,15 @@ impl InternalMode {
     }
 }
 
+/// On or off.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Switch {
+    /// Enabled.
+    On,
+    /// Disabled.
+    Off,
+}
+
 /// Arguments of `pcstreamctl compare`.
 #[derive(Debug, clap::Args)]
 #[command(
@@ -68,6 +77,10 @@ pub struct CompareArgs {
     /// Over-provisioning, (physical − logical) / logical.
     #[arg(long, default_value_t = 0.07)]
     pub op: f64,
+    /// Whether the device hears TRIMs (discards, and the model's frees): `off`
+    /// replays as a file system mounted without `discard` would.
+    #[arg(long, value_enum, default_value = "on")]
+    pub trim: Switch,
     /// Use the file-system allocation model even when the trace has device records.
     #[arg(long)]
     pub model: bool,
@@ -113,6 +126,8 @@ pub struct Settings {
     pub prefill: f64,
     /// Over-provisioning.
     pub op: f64,
+    /// Whether the device heard TRIMs.
+    pub trim: bool,
 }
 
 /// One trace's results.
@@ -238,6 +253,8 @@ pub struct Options {
     pub op: f64,
     /// Force the allocation model.
     pub model: bool,
+    /// Pass TRIMs to the device.
+    pub trim: bool,
     /// Model file-system size, pages.
     pub fs_pages: Option<u64>,
     /// Model page-cache size, pages.
@@ -257,6 +274,7 @@ impl Default for Options {
             prefill: 0.9,
             op: 0.07,
             model: false,
+            trim: true,
             fs_pages: None,
             writeback_pages: ftl_sim::replay::DEFAULT_WRITEBACK_PAGES,
             policy_config: PolicyConfig::default(),
@@ -283,6 +301,7 @@ pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
         prefill: args.prefill,
         op: args.op,
         model: args.model,
+        trim: args.trim == Switch::On,
         fs_pages: args.fs_mib.map(|m| m * (1 << 20) / ftl_sim::replay::PAGE),
         writeback_pages: args.writeback_pages,
         policy_config,
@@ -358,8 +377,13 @@ pub fn compare(traces: &[PathBuf], opts: &Options) -> anyhow::Result<Report> {
             if r.host_pages() == 0 {
                 bail!("{}: the trace has no writes to replay", p.display());
             }
-            replay::fit_for_ageing(r, opts.prefill)
-                .map_err(|e| anyhow::anyhow!("{}: {e}", p.display()))
+            let r = replay::fit_for_ageing(r, opts.prefill)
+                .map_err(|e| anyhow::anyhow!("{}: {e}", p.display()))?;
+            if opts.trim {
+                Ok(r)
+            } else {
+                replay::without_trims(&r).map_err(|e| anyhow::anyhow!("{}: {e}", p.display()))
+            }
         })
         .collect::<anyhow::Result<_>>()?;
     let modes = opts.internal.modes();
@@ -402,6 +426,7 @@ pub fn compare(traces: &[PathBuf], opts: &Options) -> anyhow::Result<Report> {
             internal_streams: modes.to_vec(),
             prefill: opts.prefill,
             op: opts.op,
+            trim: opts.trim,
         },
         traces: out,
     })
@@ -532,7 +557,7 @@ pub fn render(rep: &Report) -> String {
     let st = &rep.settings;
     let _ = writeln!(
         o,
-        "compare: {} trace(s) × {} policies, internal streams {}; {} streams, OP {:.0}%, {:.0}% cold pre-fill",
+        "compare: {} trace(s) × {} policies, internal streams {}; {} streams, OP {:.0}%, {:.0}% cold pre-fill, TRIM {}",
         rep.traces.len(),
         st.policies.len(),
         match st.internal_streams.as_slice() {
@@ -542,7 +567,8 @@ pub fn render(rep: &Report) -> String {
         },
         st.streams,
         st.op * 100.0,
-        st.prefill * 100.0
+        st.prefill * 100.0,
+        if st.trim { "on" } else { "off" }
     );
     for t in &rep.traces {
         let j = &t.join;

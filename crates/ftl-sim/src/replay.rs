@@ -1149,6 +1149,28 @@ pub fn fit_for_ageing(replay: Replay, prefill: f64) -> Result<Replay, String> {
     }
 }
 
+/// The replay as a device without TRIM sees it (a file system mounted
+/// without `discard`): the trims are dropped, so freed data stays valid
+/// until its page is written again, and deaths are next overwrites only.
+/// Policies still hear the file invalidations.
+pub fn without_trims(replay: &Replay) -> Result<Replay, String> {
+    let ops = replay
+        .ops
+        .iter()
+        .filter(|op| !matches!(op, Op::Trim { .. }))
+        .copied()
+        .collect();
+    let mut r = finish(
+        ops,
+        replay.logical_pages,
+        replay.source,
+        replay.stats.clone(),
+    )?;
+    r.confined_from = replay.confined_from;
+    r.file_names = replay.file_names.clone();
+    Ok(r)
+}
+
 /// The simulated device a replay runs on, before sizing (see [`layout`]).
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct DeviceSpec {
@@ -1649,5 +1671,16 @@ mod tests {
         let dense = replay_touching(4096, &(0..2000).collect::<Vec<_>>());
         let f = fit_for_ageing(dense, 0.9).unwrap();
         assert_eq!(f.confined_from, None);
+    }
+
+    #[test]
+    fn without_trims_data_dies_only_when_rewritten() {
+        let ops = vec![w(0, 2), Op::Trim { lpn: 0, pages: 2 }, w(1, 1)];
+        let r = Replay::from_ops(ops, 8, Source::FsModel).unwrap();
+        assert_eq!(r.deaths, vec![2, 2, NEVER]);
+        let n = without_trims(&r).unwrap();
+        assert_eq!(n.deaths, vec![NEVER, 2, NEVER]);
+        assert!(n.ops.iter().all(|op| !matches!(op, Op::Trim { .. })));
+        assert_eq!(n.stats.trim_pages, 2, "the join statistics are the trace's");
     }
 }
