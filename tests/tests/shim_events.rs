@@ -1,11 +1,13 @@
 //! What the event stream looks like for common write patterns: a sequential
 //! writer's consecutive writes coalesce into runs of at most 1 MiB (one
 //! `WriteEvent` per run, not per call) that still account for every byte,
-//! and deleting the file reports its last link going.
+//! and deleting the file reports its last link going; files on reused inode
+//! numbers are named again; processes ending in `_exit`/`_Exit` keep their
+//! events, and a `vfork` child's `_exit` leaves its parent's alone.
 
 mod shim_common;
 
-use pcstream_placement::wire::{event::Kind, InvalidateKind};
+use pcstream_placement::wire::{event::Kind, InvalidateKind, ProcessEventKind};
 use shim_common::*;
 
 #[test]
@@ -205,6 +207,113 @@ fn alternate_signal_stacks_small_stacks_and_many_threads() {
             t.process_events().last().unwrap().dropped,
             0,
             "300 threads over the run reuse the 256 slots"
+        );
+    }
+}
+
+#[test]
+fn files_on_reused_inode_numbers_are_named_again() {
+    let bin = program("shim_lifecycle", FP);
+    let work = tempfile::tempdir().unwrap();
+    let rec = tempfile::tempdir().unwrap();
+    let out = Run::record(rec.path()).stdout(&bin, &["reuse", work.path().to_str().unwrap(), "6"]);
+    let inos: Vec<(String, u64)> = out
+        .lines()
+        .map(|l| {
+            let (n, i) = l.split_once(' ').unwrap();
+            (n.to_string(), i.parse().unwrap())
+        })
+        .collect();
+    assert_eq!(inos.len(), 12, "{out}");
+    for prefix in ['f', 'g'] {
+        let mine: Vec<u64> = inos
+            .iter()
+            .filter(|(n, _)| n.starts_with(prefix))
+            .map(|&(_, i)| i)
+            .collect();
+        let distinct: std::collections::BTreeSet<u64> = mine.iter().copied().collect();
+        assert!(
+            distinct.len() < mine.len(),
+            "the test needs a file system that reuses inode numbers ({prefix}*: {mine:?})"
+        );
+    }
+    // Walk the (single-threaded) trace in order: every write must be
+    // preceded by an OpenEvent naming that file since the inode's last
+    // unlink, with the right path.
+    let t = only_trace(rec.path());
+    let dir = std::fs::canonicalize(work.path()).unwrap();
+    let mut named: std::collections::HashMap<(u64, u64), String> = Default::default();
+    let mut written = Vec::new();
+    for e in t.events() {
+        match &e.kind {
+            Some(Kind::Open(o)) => {
+                let f = o.file.unwrap_or_default();
+                named.insert((f.dev, f.ino), o.path.clone());
+            }
+            Some(Kind::Invalidate(i)) if i.kind == InvalidateKind::Unlink as i32 => {
+                let f = i.file.unwrap_or_default();
+                named.remove(&(f.dev, f.ino));
+            }
+            Some(Kind::Write(w)) => {
+                let f = w.file.unwrap_or_default();
+                let path = named.get(&(f.dev, f.ino)).unwrap_or_else(|| {
+                    panic!(
+                        "write to inode {} with no OpenEvent since its last unlink",
+                        f.ino
+                    )
+                });
+                written.push(path.clone());
+            }
+            _ => {}
+        }
+    }
+    let want: Vec<String> = inos
+        .iter()
+        .map(|(n, _)| dir.join(n).to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(
+        written, want,
+        "one write per file, each named with its own path"
+    );
+}
+
+#[test]
+fn exit_without_destructors_keeps_events_and_vfork_children_leave_them_alone() {
+    let bin = program("shim_lifecycle", FP);
+    let work = tempfile::tempdir().unwrap();
+    let rec = tempfile::tempdir().unwrap();
+    Run::record(rec.path()).stdout(&bin, &["exit", work.path().to_str().unwrap()]);
+    let all = traces(rec.path());
+    // The parent, two fork children; the vfork child has no trace of its own.
+    assert_eq!(
+        all.len(),
+        3,
+        "{:?}",
+        all.iter().map(|t| &t.path).collect::<Vec<_>>()
+    );
+    for (name, writes) in [("by_exit", 2), ("by_Exit", 2), ("parent", 3)] {
+        let owners: Vec<&ProcessTrace> = all
+            .iter()
+            .filter(|t| !writes_to(t, &work.path().join(name)).is_empty())
+            .collect();
+        assert_eq!(owners.len(), 1, "{name}: written by one process");
+        let t = owners[0];
+        let w = writes_to(t, &work.path().join(name));
+        assert_eq!(
+            w.iter().map(|w| w.len).sum::<u64>(),
+            writes * 100,
+            "{name}: every byte's write event is in the trace"
+        );
+        let exits: Vec<_> = t
+            .process_events()
+            .into_iter()
+            .filter(|p| p.kind == ProcessEventKind::Exit as i32)
+            .collect();
+        assert_eq!(exits.len(), 1, "{name}: exactly one EXIT event");
+        let last = t.events().last().unwrap();
+        assert!(
+            matches!(&last.kind, Some(Kind::Process(p)) if p.kind == ProcessEventKind::Exit as i32),
+            "{name}: EXIT is the last event"
         );
     }
 }

@@ -669,8 +669,18 @@ fn acquire(tid: u32) -> Option<&'static Slot> {
 /// copied or zeroed on the way.
 pub fn push(kind: &Kind<'_>, flush_ns: u64, force: bool) {
     let tid = tid();
-    if let Kind::Process { .. } = kind {
-        // Not a hot-path event (start/fork/exit): argv may be long.
+    if let Kind::Process { exe, argv, .. } = kind {
+        if exe.is_empty() && argv.is_empty() {
+            // Fork child, exit (also from `_exit`, maybe in a signal
+            // handler): small, encoded in place, no allocation.
+            append_with(tid, flush_ns, force, |buf, now| {
+                let mut e = Enc::new(buf);
+                e.message(3, |e| encode_event(e, now, tid, kind));
+                e.ok().then_some(e.pos)
+            });
+            return;
+        }
+        // Not a hot-path event (start): argv may be long.
         let now = crate::clock::anchor_ns();
         let mut heap = vec![0u8; BATCH];
         let mut e = Enc::new(&mut heap);

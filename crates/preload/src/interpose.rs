@@ -1839,3 +1839,37 @@ unsafe extern "C" fn dlopen_impl(
     }
     r
 }
+
+// ---------------------------------------------------------------------------
+// _exit, _Exit (exit() runs the library destructor; these skip it)
+// ---------------------------------------------------------------------------
+
+fn exit_now(real: &Real<unsafe extern "C" fn(c_int) -> !>, status: c_int) -> ! {
+    state::before_exit();
+    if let Some(f) = real.get() {
+        // SAFETY: forwarding the application's argument unchanged.
+        unsafe { f(status) }
+    }
+    // SAFETY: exit_group ends the process; no memory is touched.
+    unsafe { libc::syscall(libc::SYS_exit_group, status as libc::c_long) };
+    unreachable!("exit_group returned")
+}
+
+/// Interposed `_exit`: this process's pending events and its EXIT event are
+/// written first (see `state::before_exit`), then the real `_exit`.
+///
+/// # Safety
+/// Called by C code with the C signature of `_exit`.
+#[no_mangle]
+pub unsafe extern "C" fn _exit(status: c_int) -> ! {
+    exit_now(&real::EXIT_, status)
+}
+
+/// Interposed `_Exit` (as `_exit`).
+///
+/// # Safety
+/// Called by C code with the C signature of `_Exit`.
+#[no_mangle]
+pub unsafe extern "C" fn _Exit(status: c_int) -> ! {
+    exit_now(&real::EXIT_UPPER, status)
+}

@@ -142,5 +142,7 @@ reals! {
     EXECV = "execv": unsafe extern "C" fn(*const c_char, *const *const c_char) -> c_int;
     EXECVP = "execvp": unsafe extern "C" fn(*const c_char, *const *const c_char) -> c_int;
     EXECVPE = "execvpe": unsafe extern "C" fn(*const c_char, *const *const c_char, *const *const c_char) -> c_int;
+    EXIT_ = "_exit": unsafe extern "C" fn(c_int) -> !;
+    EXIT_UPPER = "_Exit": unsafe extern "C" fn(c_int) -> !;
     DLOPEN = "dlopen": unsafe extern "C" fn(*const c_char, c_int) -> *mut c_void;
 }

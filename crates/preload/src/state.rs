@@ -23,6 +23,8 @@ static STATE: AtomicU8 = AtomicU8::new(UNINIT);
 static CONFIG: OnceLock<Config> = OnceLock::new();
 static EVENTS: AtomicBool = AtomicBool::new(false);
 static FINISHED: AtomicBool = AtomicBool::new(false);
+/// EXIT was written (by `fini` or `_exit`): write it once.
+static EXITED: AtomicBool = AtomicBool::new(false);
 static ARGV: OnceLock<Vec<Vec<u8>>> = OnceLock::new();
 
 /// Signatures already described in this process (`SignatureInfo` sent).
@@ -298,24 +300,54 @@ pub fn flush_all() {
     events::sweep(None);
 }
 
+/// Every batch flushed, then the EXIT event (once per process).
+/// Async-signal-safe: no allocation, no lock (slots are taken with a CAS and
+/// skipped when busy), only `clock_gettime`, `writev`, `sendmsg`, `tgkill`.
+fn finish() {
+    if EXITED.swap(true, Ordering::Relaxed) {
+        return;
+    }
+    FINISHED.store(true, Ordering::Relaxed);
+    // Every thread's pending events first, so EXIT's count covers them
+    // and EXIT is the last record of the trace.
+    flush_all();
+    emit(&Kind::Process {
+        kind: ProcessKind::Exit,
+        ppid: 0,
+        exe: &[],
+        argv: &[],
+        dropped: events::dropped(),
+    });
+}
+
 /// Library destructor body: the EXIT event and a final flush of every batch.
 pub fn fini() {
     if STATE.load(Ordering::Acquire) != ACTIVE {
         return;
     }
     let was = IN_SHIM.with(|c| c.replace(true));
-    observe(|| {
-        FINISHED.store(true, Ordering::Relaxed);
-        // Every thread's pending events first, so EXIT's count covers them
-        // and EXIT is the last record of the trace.
-        flush_all();
-        emit(&Kind::Process {
-            kind: ProcessKind::Exit,
-            ppid: 0,
-            exe: &[],
-            argv: &[],
-            dropped: events::dropped(),
-        });
-    });
+    observe(finish);
     IN_SHIM.with(|c| c.set(was));
+}
+
+/// Before the real `_exit`/`_Exit` (which skip the library destructor):
+/// the same final flush and EXIT as [`fini`], when it is safe:
+/// - not in a `vfork` child (or any child sharing our memory without having
+///   gone through `fork`'s handlers): its pid differs from the one the shim
+///   recorded, and touching the batches would corrupt the suspended parent's;
+/// - not re-entrant (a signal handler calling `_exit` while its thread was
+///   inside the shim, possibly holding its batch): then nothing is flushed.
+pub fn before_exit() {
+    if STATE.load(Ordering::Acquire) != ACTIVE || !events_on() {
+        return;
+    }
+    // SAFETY: getpid has no preconditions (a plain syscall in glibc ≥ 2.25).
+    if unsafe { libc::getpid() } as u32 != record::pid() {
+        return;
+    }
+    let Some(g) = Guard::enter() else { return };
+    g.observe(finish);
+    // The guard stays held until the process is gone: nothing after this
+    // point is traced.
+    std::mem::forget(g);
 }
