@@ -85,6 +85,28 @@ fn json_report_on_a_file_level_trace() {
         runs[1]["waf"].as_f64().unwrap(),
     );
     assert!(o <= b, "oracle {o} > baseline {b}");
+    assert_eq!(j["settings"]["trim"], true);
+
+    let out = pcstreamctl()
+        .args([
+            "compare",
+            "--json",
+            "--trim",
+            "off",
+            "--policies",
+            "baseline",
+        ])
+        .arg(&trace)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(j["settings"]["trim"], false);
+    assert_eq!(j["traces"][0]["runs"][0]["policy"], "baseline");
 }
 
 #[test]
