@@ -5,7 +5,11 @@
 //! `cargo bench -p ftl-sim --bench replay` prints one row per run and the
 //! wall-clock total (the acceptance budget is one minute). Environment:
 //! `REPLAY_WRITES` (default 10000000), `REPLAY_THREADS` (default 2),
-//! `REPLAY_INTERNAL` = `off` (default), `on` or `both`.
+//! `REPLAY_INTERNAL` = `off` (default), `on` or `both`, `REPLAY_SOURCE` =
+//! `ops` (default: the replay is built in memory) or `trace` (the workload
+//! is written as a file-level pcstream trace of 64 KiB writes and read back
+//! through `Replay::from_trace` and the allocation model, as `compare` does;
+//! the build time is printed).
 //!
 //! The workload: 8 lifetime classes, each an in-place-updated region of
 //! 2^10..2^17 pages written at the same rate in sequential runs of 16 pages
@@ -13,8 +17,12 @@
 
 use std::time::Instant;
 
-use ftl_sim::replay::{simulate_all, DeviceSpec, Job, Op, Replay, Source, WriteClass};
+use ftl_sim::replay::{
+    fit_for_ageing, simulate_all, DeviceSpec, Job, Op, Replay, ReplayOptions, Source, WriteClass,
+};
 use pcstream_placement::policies::{PolicyConfig, POLICY_NAMES};
+use pcstream_placement::trace::TraceWriter;
+use pcstream_placement::wire::{self, event::Kind, trace_record::Record};
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 
@@ -59,6 +67,57 @@ fn workload(writes: u64) -> Replay {
     Replay::from_ops(ops, logical, Source::FsModel).expect("valid ops")
 }
 
+/// The same workload as a file-level trace: one file per class.
+fn as_trace(replay: &Replay, path: &std::path::Path) {
+    let mut w = TraceWriter::create(path).expect("create trace");
+    let mut events = Vec::new();
+    let mut t = 0u64;
+    let mut seq = 0u64;
+    for op in &replay.ops {
+        if let Op::Write {
+            pages,
+            file: Some((dev, ino)),
+            file_page,
+            signature,
+            ..
+        } = *op
+        {
+            t += 1000;
+            events.push(wire::Event {
+                time_ns: t,
+                tid: 1,
+                kind: Some(Kind::Write(wire::WriteEvent {
+                    file: Some(wire::FileId { dev, ino }),
+                    offset: file_page * 4096,
+                    len: u64::from(pages) * 4096,
+                    signature: signature.unwrap_or(0),
+                    ..Default::default()
+                })),
+            });
+            if events.len() == 4096 {
+                seq += 1;
+                w.write_record(&wire::TraceRecord {
+                    record: Some(Record::Batch(wire::EventBatch {
+                        pid: 1,
+                        seq,
+                        events: std::mem::take(&mut events),
+                    })),
+                })
+                .expect("write trace");
+            }
+        }
+    }
+    w.write_record(&wire::TraceRecord {
+        record: Some(Record::Batch(wire::EventBatch {
+            pid: 1,
+            seq: seq + 1,
+            events,
+        })),
+    })
+    .expect("write trace");
+    w.finish().expect("flush trace");
+}
+
 fn main() {
     let writes: u64 = env_or("REPLAY_WRITES", 10_000_000);
     let threads: usize = env_or("REPLAY_THREADS", 2);
@@ -68,8 +127,23 @@ fn main() {
         "both" => &[false, true],
         _ => &[false],
     };
+    let from_trace = env_or("REPLAY_SOURCE", "ops".to_string()) == "trace";
     let t0 = Instant::now();
-    let replay = workload(writes);
+    let mut replay = workload(writes);
+    if from_trace {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("bench.pcstrace");
+        as_trace(&replay, &path);
+        let size = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+        let t = Instant::now();
+        replay = Replay::from_trace(&path, &ReplayOptions::default()).expect("replay");
+        replay = fit_for_ageing(replay, 0.9).expect("fit");
+        println!(
+            "trace of {} MB read and replayed through the allocation model in {:.2} s",
+            size / 1_000_000,
+            t.elapsed().as_secs_f64()
+        );
+    }
     let build_s = t0.elapsed().as_secs_f64();
     let mut jobs = Vec::new();
     for &internal_streams in modes {
