@@ -422,6 +422,9 @@ const NO_RUN: Run = Run {
     w: [0; 6],
 };
 
+/// The header fields (everything but `buf`) first, in one 128-byte-aligned
+/// pair of cache lines.
+#[repr(C, align(128))]
 struct Slot {
     state: AtomicU32,
     tid: AtomicU32,
@@ -575,11 +578,14 @@ fn close_run(s: &Slot) {
 /// Adds a write to this thread's batch, extending the pending run when it
 /// continues it (no clock read, no encoding).
 #[inline]
-fn append_write(tid: u32, flush_ns: u64, force: bool, file: FileId, w: [u64; 6]) {
-    let Some(s) = acquire(tid) else {
+fn append_write(flush_ns: u64, force: bool, file: FileId, w: [u64; 6]) {
+    let Some(s) = acquire() else {
         count_dropped(1);
         return;
     };
+    // The slot's owner tid is ours while we hold its index (claim stored
+    // it): one thread-local access fewer than `tid()`.
+    let tid = s.tid.load(Ordering::Relaxed);
     // Borrows of the slot's cells are kept short: `close_run` and
     // `flush_locked` take their own.
     let continued = {
@@ -649,10 +655,10 @@ fn finish_append(s: &Slot, now: u64, flush_ns: u64, force: bool) {
 /// Takes this thread's slot (claiming one on first use); `None` when the
 /// pool is full or the slot is being flushed by another thread.
 #[inline]
-fn acquire(tid: u32) -> Option<&'static Slot> {
+fn acquire() -> Option<&'static Slot> {
     let mut idx = MY_SLOT.with(|c| c.get());
     if idx == NO_SLOT {
-        idx = claim(tid);
+        idx = claim(tid());
         MY_SLOT.with(|c| c.set(idx));
     }
     let s = POOL.get(idx as usize)?;
@@ -668,12 +674,12 @@ fn acquire(tid: u32) -> Option<&'static Slot> {
 /// The event is encoded in place at the end of the batch, so nothing is
 /// copied or zeroed on the way.
 pub fn push(kind: &Kind<'_>, flush_ns: u64, force: bool) {
-    let tid = tid();
     if let Kind::Process { exe, argv, .. } = kind {
+        let tid = tid();
         if exe.is_empty() && argv.is_empty() {
             // Fork child, exit (also from `_exit`, maybe in a signal
             // handler): small, encoded in place, no allocation.
-            append_with(tid, flush_ns, force, |buf, now| {
+            append_with(flush_ns, force, |buf, now| {
                 let mut e = Enc::new(buf);
                 e.message(3, |e| encode_event(e, now, tid, kind));
                 e.ok().then_some(e.pos)
@@ -690,7 +696,7 @@ pub fn push(kind: &Kind<'_>, flush_ns: u64, force: bool) {
             return;
         }
         let n = e.pos;
-        append_with(tid, flush_ns, force, |buf, _| {
+        append_with(flush_ns, force, |buf, _| {
             let mut e = Enc::new(buf);
             e.message(3, |e| e.raw(&heap[..n]));
             e.ok().then_some(e.pos)
@@ -715,10 +721,11 @@ pub fn push(kind: &Kind<'_>, flush_ns: u64, force: bool) {
             hint as u64,
             call as u64,
         ];
-        append_write(tid, flush_ns, force, file, w);
+        append_write(flush_ns, force, file, w);
         return;
     }
-    append_with(tid, flush_ns, force, |buf, now| {
+    let tid = tid();
+    append_with(flush_ns, force, |buf, now| {
         let mut e = Enc::new(buf);
         e.message(3, |e| encode_event(e, now, tid, kind));
         e.ok().then_some(e.pos)
@@ -810,13 +817,8 @@ pub fn encode_write_entry(
 /// `enc(buf, now)` writes at the start of `buf`, returning its size (`None`:
 /// it did not fit).
 #[inline]
-fn append_with(
-    tid: u32,
-    flush_ns: u64,
-    force: bool,
-    enc: impl Fn(&mut [u8], u64) -> Option<usize>,
-) {
-    let Some(s) = acquire(tid) else {
+fn append_with(flush_ns: u64, force: bool, enc: impl Fn(&mut [u8], u64) -> Option<usize>) {
+    let Some(s) = acquire() else {
         count_dropped(1);
         return;
     };
