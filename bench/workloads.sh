@@ -7,6 +7,8 @@
 # Needs $BENCH_DATA: a directory prepared by bench/run.sh (or the tests) with
 # cbase/ (gen_cbase.py output) and tpcc.sql (gen_tpcc.py output).
 set -euo pipefail
+
+main() {
 wl=${1:?workload}
 scale=${2:-full}
 data=${BENCH_DATA:?BENCH_DATA must name the prepared data directory}
@@ -14,7 +16,7 @@ data=${BENCH_DATA:?BENCH_DATA must name the prepared data directory}
 if [ "$scale" = quick ]; then
   KEYS=3000 ROUNDS=2
 else
-  KEYS=40000 ROUNDS=6
+  KEYS=40000 ROUNDS=18
 fi
 
 # RocksDB: the paper's scaled emulator set-up (base file 8 MB, 8 KB values, 4
@@ -35,8 +37,12 @@ rocks() {
 gcc_rounds() {
   local dir=$1
   cp -r "$data/cbase" "$dir"
-  (cd "$dir" && make -s -j2 >/dev/null
-   for r in $(seq 1 "$ROUNDS"); do sh touch.sh "$r"; make -s -j2 >/dev/null; done)
+  # A marker file per build: `compare --clear-at-marks` empties the
+  # policies' tables there (paper Fig. 13, "PC table cleared").
+  (cd "$dir" && echo 0 >round-0.pcstream-mark && make -s -j2 >/dev/null
+   for r in $(seq 1 "$ROUNDS"); do
+     sh touch.sh "$r"; echo "$r" >"round-$r.pcstream-mark"; make -s -j2 >/dev/null
+   done)
 }
 
 sqlite_tpcc() {
@@ -60,3 +66,7 @@ case "$wl" in
     wait $p1; wait $p2 ;;
   *) echo "workloads.sh: unknown workload '$wl'" >&2; exit 2 ;;
 esac
+}
+
+main "$@"
+exit
