@@ -11,4 +11,4 @@ cargo fmt --all -- --check
 echo "== cargo clippy"
 cargo clippy --workspace --all-targets --release -- -D warnings
 echo "== cargo test"
-cargo test --workspace --release -- --test-threads=2
+cargo test --workspace --release --no-fail-fast -- --test-threads=2
