@@ -790,7 +790,7 @@ pub const DEFAULT_WRITEBACK_PAGES: u64 = 8192;
 
 /// The model's dirty pages, `(dev, ino, page)` → (signature, app hint) of
 /// the last write, written back in file order when full.
-type Dirty = BTreeMap<(u64, u64, u64), (Option<u64>, u8)>;
+type Dirty = HashMap<(u64, u64, u64), (Option<u64>, u8)>;
 
 /// The file-system model's state: allocator, per-file block maps, the
 /// write-back cache and the live-page count.
@@ -810,7 +810,8 @@ impl Model {
     /// Writes every dirty page back (delayed allocation: blocks are chosen
     /// now, next to the file's last block when possible).
     fn writeback(&mut self) -> Result<(), String> {
-        let dirty = std::mem::take(&mut self.dirty);
+        let mut dirty: Vec<_> = self.dirty.drain().collect();
+        dirty.sort_unstable_by_key(|&(k, _)| k);
         for ((dev, ino, p), (sig, hint)) in dirty {
             let key = (dev, ino);
             let f = self.files.entry(key).or_default();
@@ -869,7 +870,7 @@ fn model_pass(
         live: 0,
         peak: 0,
         files: HashMap::new(),
-        dirty: BTreeMap::new(),
+        dirty: HashMap::new(),
         ops: Vec::new(),
         stats: JoinStats::default(),
     };
@@ -905,14 +906,8 @@ fn model_pass(
                 };
                 let end = first_page.saturating_add(pages);
                 // Dirty pages of the range die in the cache, never written.
-                let cached: Vec<(u64, u64, u64)> = m
-                    .dirty
-                    .range((key.0, key.1, first_page)..(key.0, key.1, end))
-                    .map(|(&k, _)| k)
-                    .collect();
-                for k in cached {
-                    m.dirty.remove(&k);
-                }
+                m.dirty
+                    .retain(|&(d, i, p), _| (d, i) != key || p < first_page || p >= end);
                 let Some(f) = m.files.get_mut(&key) else {
                     continue;
                 };
