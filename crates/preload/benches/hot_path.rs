@@ -100,6 +100,24 @@ fn bench(c: &mut Criterion) {
             black_box(map.stream(black_box(k)))
         })
     });
+    // The WriteEvent encoder alone.
+    let file = FileId {
+        dev: 2049,
+        ino: 1234,
+    };
+    let w = [1u64 << 30, 4096, 0x9234_5678_9abc_def0, 2, 3, 1];
+    let mut buf = [0u8; 128];
+    g.bench_function("encode_write_event", |b| {
+        b.iter(|| {
+            events::encode_write_entry(
+                black_box(&mut buf[..]),
+                black_box(1 << 44),
+                4242,
+                black_box(file),
+                black_box(&w),
+            )
+        })
+    });
     g.bench_function("event_encode_and_batch", |b| {
         b.iter(|| {
             events::push(

@@ -39,7 +39,8 @@ pub struct Enc<'a> {
 /// Length of `v` as a varint.
 pub const fn varint_len(v: u64) -> usize {
     let bits = 64 - (v | 1).leading_zeros() as usize;
-    bits.div_ceil(7)
+    // ceil(bits / 7) for 1..=64 without a division.
+    (bits * 9 + 64) / 64
 }
 
 impl<'a> Enc<'a> {
@@ -1060,7 +1061,11 @@ mod tests {
 
     #[test]
     fn varint_lengths() {
-        for v in [0u64, 1, 127, 128, 16383, 16384, u64::MAX] {
+        let mut values = vec![0u64, 1, 127, 128, 16383, 16384, u64::MAX];
+        for bits in 1..64 {
+            values.extend([(1u64 << bits) - 1, 1u64 << bits]);
+        }
+        for v in values {
             let mut b = [0u8; 10];
             let mut e = Enc::new(&mut b);
             e.varint(v);
