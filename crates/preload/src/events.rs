@@ -777,9 +777,11 @@ impl Put {
 }
 
 /// The hot path's encoder: one `EventBatch.events` entry holding a
-/// `WriteEvent`, sizes computed first so the bytes go out in one pass with a
-/// single capacity check. `w` = offset, len, signature, stream, hint, call.
-/// Produces exactly what [`encode_event`] produces (tested).
+/// `WriteEvent`. The `WriteEvent` body goes to a stack buffer first (its
+/// varints written as they come, no sizes computed per field), then the
+/// few enclosing lengths are known and the entry is written in one pass
+/// with a single capacity check. `w` = offset, len, signature, stream,
+/// hint, call. Produces exactly what [`encode_event`] produces (tested).
 #[inline]
 pub fn encode_write_entry(
     buf: &mut [u8],
@@ -788,8 +790,22 @@ pub fn encode_write_entry(
     f: FileId,
     w: &[u64; 6],
 ) -> Option<usize> {
-    let fsz = field_len(f.dev) + field_len(f.ino);
-    let wsz = 2 + fsz + w.iter().map(|&v| field_len(v)).sum::<usize>();
+    // Largest body: file 2 + 2 × 11, six fields × 11.
+    let mut body = [0u8; 96];
+    let start = body.as_mut_ptr();
+    let mut b = Put { p: start };
+    b.byte(0x0a); // WriteEvent.file
+    b.byte(0); // its length, set below (≤ 22: one byte)
+    b.uint(0x08, f.dev);
+    b.uint(0x10, f.ino);
+    // SAFETY: b.p only moved forward inside `body`.
+    let fsz = unsafe { b.p.offset_from(start) } as usize - 2;
+    for (i, &v) in w.iter().enumerate() {
+        b.uint((i as u8 + 2) << 3, v); // WriteEvent fields 2..=7, wire type 0 (varint)
+    }
+    // SAFETY: as above.
+    let wsz = unsafe { b.p.offset_from(start) } as usize;
+    body[1] = fsz as u8;
     let esz = field_len(now) + field_len(tid as u64) + 1 + varint_len(wsz as u64) + wsz;
     let total = 1 + varint_len(esz as u64) + esz;
     if buf.len() < total {
@@ -804,13 +820,8 @@ pub fn encode_write_entry(
     p.uint(0x10, tid as u64); // Event.tid
     p.byte(0x52); // Event.write (field 10, length-delimited)
     p.varint(wsz as u64);
-    p.byte(0x0a); // WriteEvent.file
-    p.byte(fsz as u8);
-    p.uint(0x08, f.dev);
-    p.uint(0x10, f.ino);
-    for (i, &v) in w.iter().enumerate() {
-        p.uint((i as u8 + 2) << 3, v); // WriteEvent fields 2..=7, wire type 0 (varint)
-    }
+    let at = total - wsz;
+    buf[at..total].copy_from_slice(&body[..wsz]);
     Some(total)
 }
 
@@ -1022,6 +1033,28 @@ mod tests {
                 [1 << 50, 1, u64::MAX, 4, 5, 5],
             ),
             (FileId::default(), [0; 6]),
+            (
+                // The largest body the stack buffer must hold.
+                FileId {
+                    dev: u64::MAX,
+                    ino: u64::MAX,
+                },
+                [
+                    u64::MAX,
+                    u64::MAX,
+                    u64::MAX,
+                    u32::MAX as u64,
+                    u32::MAX as u64,
+                    5,
+                ],
+            ),
+            (
+                FileId {
+                    dev: 1 << 7,
+                    ino: 1 << 14,
+                },
+                [1 << 21, 1 << 28, 1 << 35, 127, 128, 1],
+            ),
         ];
         for (file, w) in cases {
             let mut fast = [0u8; 256];
