@@ -16,7 +16,8 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Context};
 use ftl_sim::replay::{
-    self, simulate_all, DeviceSpec, Job, JoinStats, Replay, ReplayOptions, RunResult, Source,
+    self, simulate_all, DeviceSpec, Job, JoinStats, Replay, ReplayOptions, RunMode, RunResult,
+    Source,
 };
 use pcstream_placement::policies::{PolicyConfig, POLICY_NAMES};
 use serde::Serialize;
@@ -102,6 +103,16 @@ pub struct CompareArgs {
     /// Simulations run in parallel.
     #[arg(long, default_value_t = 2)]
     pub threads: usize,
+    /// Replay each trace this many times before the measured pass, through
+    /// the same policy and device ("PC table kept"; the warm-up writes are
+    /// not counted).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub warmup_passes: u32,
+    /// Give every policy empty tables (a new instance) at each round mark of
+    /// the trace, a file named `*.pcstream-mark` (paper Fig. 13, "PC table
+    /// cleared"; bench/workloads.sh marks each gcc build).
+    #[arg(long)]
+    pub clear_at_marks: bool,
 }
 
 /// Everything `compare` measured.
@@ -128,6 +139,10 @@ pub struct Settings {
     pub op: f64,
     /// Whether the device heard TRIMs.
     pub trim: bool,
+    /// Warm-up passes before the measured one (tables kept).
+    pub warmup_passes: u32,
+    /// Policies restarted with empty tables at each round mark.
+    pub clear_at_marks: bool,
 }
 
 /// One trace's results.
@@ -153,6 +168,8 @@ pub struct TraceReport {
     pub confined_from_pages: Option<u64>,
     /// Peak of live pages during the replay.
     pub peak_live_pages: u64,
+    /// Round marks in the trace (`*.pcstream-mark` files, see `--clear-at-marks`).
+    pub marks: usize,
     /// The simulated device.
     pub device: DeviceReport,
     /// One entry per policy × internal-stream setting.
@@ -263,6 +280,10 @@ pub struct Options {
     pub policy_config: PolicyConfig,
     /// Parallel simulations.
     pub threads: usize,
+    /// Warm-up passes (tables kept).
+    pub warmup_passes: u32,
+    /// New policy instances at round marks.
+    pub clear_at_marks: bool,
 }
 
 impl Default for Options {
@@ -279,6 +300,8 @@ impl Default for Options {
             writeback_pages: ftl_sim::replay::DEFAULT_WRITEBACK_PAGES,
             policy_config: PolicyConfig::default(),
             threads: 2,
+            warmup_passes: 0,
+            clear_at_marks: false,
         }
     }
 }
@@ -306,6 +329,8 @@ pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
         writeback_pages: args.writeback_pages,
         policy_config,
         threads: args.threads,
+        warmup_passes: args.warmup_passes,
+        clear_at_marks: args.clear_at_marks,
     };
     let report = compare(&args.traces, &opts)?;
     if args.json {
@@ -379,11 +404,23 @@ pub fn compare(traces: &[PathBuf], opts: &Options) -> anyhow::Result<Report> {
             }
             let r = replay::fit_for_ageing(r, opts.prefill)
                 .map_err(|e| anyhow::anyhow!("{}: {e}", p.display()))?;
-            if opts.trim {
-                Ok(r)
+            let mut r = if opts.trim {
+                r
             } else {
-                replay::without_trims(&r).map_err(|e| anyhow::anyhow!("{}: {e}", p.display()))
+                replay::without_trims(&r).map_err(|e| anyhow::anyhow!("{}: {e}", p.display()))?
+            };
+            if opts.clear_at_marks && r.marks.is_empty() {
+                eprintln!(
+                    "compare: warning: {} has no round marks (*{}); --clear-at-marks changes nothing there",
+                    p.display(),
+                    replay::MARK_SUFFIX
+                );
             }
+            r.run_mode = RunMode {
+                warmup_passes: opts.warmup_passes,
+                clear_at_marks: opts.clear_at_marks,
+            };
+            Ok(r)
         })
         .collect::<anyhow::Result<_>>()?;
     let modes = opts.internal.modes();
@@ -427,6 +464,8 @@ pub fn compare(traces: &[PathBuf], opts: &Options) -> anyhow::Result<Report> {
             prefill: opts.prefill,
             op: opts.op,
             trim: opts.trim,
+            warmup_passes: opts.warmup_passes,
+            clear_at_marks: opts.clear_at_marks,
         },
         traces: out,
     })
@@ -456,6 +495,7 @@ fn trace_report(path: &Path, r: &Replay, runs: &[RunResult]) -> TraceReport {
         footprint_pages: r.footprint_pages,
         confined_from_pages: r.confined_from,
         peak_live_pages: r.peak_live_pages,
+        marks: r.marks.len(),
         device: DeviceReport {
             channels: g.channels,
             ways: g.ways,
@@ -570,6 +610,18 @@ pub fn render(rep: &Report) -> String {
         st.prefill * 100.0,
         if st.trim { "on" } else { "off" }
     );
+    if st.warmup_passes > 0 || st.clear_at_marks {
+        let _ = writeln!(
+            o,
+            "policies: {} warm-up pass(es) with tables kept{}",
+            st.warmup_passes,
+            if st.clear_at_marks {
+                "; tables cleared at every round mark"
+            } else {
+                ""
+            }
+        );
+    }
     for t in &rep.traces {
         let j = &t.join;
         let d = &t.device;

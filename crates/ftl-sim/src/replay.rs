@@ -35,7 +35,7 @@ use pcstream_placement::policies::{self, PolicyConfig};
 use pcstream_placement::policy::{Placement, StreamId, WriteCtx};
 use pcstream_placement::trace::{TraceError, TraceReader};
 use pcstream_placement::wire::{self, event::Kind, trace_record::Record};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
 
 /// Bytes per logical page.
@@ -159,6 +159,29 @@ pub struct Replay {
     pub stats: JoinStats,
     /// File names seen (`OpenEvent`s), for reports.
     pub file_names: HashMap<(u64, u64), String>,
+    /// Round marks: the replay clock (host pages written before it) of the
+    /// first write to each file whose name ends in [`MARK_SUFFIX`], in
+    /// order (`bench/workloads.sh` writes one per gcc build). Ground-truth
+    /// traces only; empty otherwise.
+    pub marks: Vec<u64>,
+    /// How [`simulate`] runs this replay (default: one pass, tables kept).
+    pub run_mode: RunMode,
+}
+
+/// File-name suffix of the round marks in [`Replay::marks`].
+pub const MARK_SUFFIX: &str = ".pcstream-mark";
+
+/// How [`simulate`] runs a replay through a policy (paper Fig. 13).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct RunMode {
+    /// Whole passes over the trace before the measured one, through the same
+    /// policy instance and device ("PC table kept", a warmed-up steady
+    /// state). Their writes are not counted: the device counters are reset
+    /// after them, the cold data and the workload's live data stay.
+    pub warmup_passes: u32,
+    /// A new policy instance (all tables empty) at every round mark ("PC
+    /// table cleared between builds").
+    pub clear_at_marks: bool,
 }
 
 /// Why a trace could not be replayed.
@@ -272,9 +295,14 @@ impl Replay {
         }
         evs.sort_by_key(|(t, r, s, _)| (*t, *r, *s));
         let has_device = evs.iter().any(|e| matches!(e.3, Ev::Block(_)));
+        let mark_files: HashSet<(u64, u64)> = file_names
+            .iter()
+            .filter(|(_, p)| p.ends_with(MARK_SUFFIX))
+            .map(|(f, _)| *f)
+            .collect();
         let mut r = if has_device && !opts.force_model {
             let lp = device_size.map(|b| b / PAGE).or(opts.logical_pages);
-            ground_truth(evs.into_iter().map(|e| e.3), lp)
+            ground_truth(evs.into_iter().map(|e| e.3), lp, mark_files)
         } else {
             fs_model(evs.into_iter().map(|e| e.3), opts)
         }
@@ -442,6 +470,8 @@ fn finish(
         source,
         stats,
         file_names: HashMap::new(),
+        marks: Vec::new(),
+        run_mode: RunMode::default(),
     })
 }
 
@@ -568,7 +598,9 @@ fn invalidate_op(i: &wire::InvalidateEvent) -> Op {
 fn ground_truth(
     evs: impl Iterator<Item = Ev>,
     logical_pages: Option<u64>,
+    mut mark_files: HashSet<(u64, u64)>,
 ) -> Result<Replay, String> {
+    let mut marks = Vec::new();
     let mut ops = Vec::new();
     let mut stats = JoinStats::default();
     let mut rev = RevMap::default();
@@ -577,6 +609,11 @@ fn ground_truth(
     let mut pending_shim: Vec<Ev> = Vec::new();
     let mut max_page = 0u64;
     for ev in evs {
+        if let Ev::ShimWrite(w) = &ev {
+            if !mark_files.is_empty() && mark_files.remove(&file_of(&w.file)) {
+                marks.push(stats.write_pages);
+            }
+        }
         match ev {
             Ev::Extent(x) => {
                 let (dev, ino) = file_of(&x.file);
@@ -647,7 +684,9 @@ fn ground_truth(
         }
     }
     let lp = logical_pages.unwrap_or(max_page + 1);
-    finish(ops, lp, Source::GroundTruth, stats)
+    let mut r = finish(ops, lp, Source::GroundTruth, stats)?;
+    r.marks = marks;
+    Ok(r)
 }
 
 fn shim_event(
@@ -960,18 +999,64 @@ pub struct RunCounters {
     pub stream0_pages: u64,
 }
 
-/// Replays `replay` into `ssd`, placing every page with `policy`.
+/// Replays `replay` into `ssd`, placing every page with `policy` (one pass,
+/// [`Replay::run_mode`] not applied: see [`simulate`]).
 pub fn run(
     replay: &Replay,
     policy: &mut dyn Placement,
     ssd: &mut Ssd,
 ) -> Result<RunCounters, ReplayError> {
-    let streams = ssd.config().streams.max(1);
-    let mut c = RunCounters {
-        pages_per_stream: vec![0; streams as usize],
-        stream0_pages: 0,
+    let mut c = RunCounters::for_streams(ssd.config().streams);
+    let mut slot = PolicySlot {
+        base: policy,
+        fresh: None,
     };
-    let mut clock = 0u64;
+    run_pass(replay, &mut slot, None, ssd, 0, &mut c)?;
+    Ok(c)
+}
+
+impl RunCounters {
+    fn for_streams(streams: u32) -> RunCounters {
+        RunCounters {
+            pages_per_stream: vec![0; streams.max(1) as usize],
+            stream0_pages: 0,
+        }
+    }
+}
+
+/// The policy a pass places with: the caller's, until a round mark
+/// replaces it by a fresh instance.
+struct PolicySlot<'a> {
+    base: &'a mut dyn Placement,
+    fresh: Option<Box<dyn Placement + Send>>,
+}
+
+impl PolicySlot<'_> {
+    fn get(&mut self) -> &mut dyn Placement {
+        match self.fresh.as_deref_mut() {
+            Some(p) => p,
+            None => &mut *self.base,
+        }
+    }
+}
+
+/// A fresh policy instance for [`RunMode::clear_at_marks`].
+type MakePolicy<'a> = &'a dyn Fn() -> Result<Box<dyn Placement + Send>, ReplayError>;
+
+/// One pass over the replay starting at replay clock `clock0` (policies see
+/// times and deaths shifted by it); with `fresh`, the policy is replaced at
+/// every round mark. Returns the clock after the pass.
+fn run_pass(
+    replay: &Replay,
+    slot: &mut PolicySlot<'_>,
+    fresh: Option<MakePolicy<'_>>,
+    ssd: &mut Ssd,
+    clock0: u64,
+    c: &mut RunCounters,
+) -> Result<u64, ReplayError> {
+    let streams = ssd.config().streams.max(1);
+    let mut clock = clock0;
+    let mut next_mark = 0usize;
     for (index, op) in replay.ops.iter().enumerate() {
         match *op {
             Op::Write {
@@ -984,6 +1069,16 @@ pub fn run(
                 ..
             } => {
                 for i in 0..u64::from(pages) {
+                    if let Some(make) = fresh {
+                        while replay
+                            .marks
+                            .get(next_mark)
+                            .is_some_and(|&m| m <= clock - clock0)
+                        {
+                            slot.fresh = Some(make()?);
+                            next_mark += 1;
+                        }
+                    }
                     let ctx = WriteCtx {
                         time: clock,
                         lpn: lpn + i,
@@ -992,9 +1087,9 @@ pub fn run(
                         file_page: file_page + i,
                         signature,
                         app_hint,
-                        death: replay.death(clock),
+                        death: replay.death(clock - clock0).map(|d| d + clock0),
                     };
-                    let s: StreamId = policy.place(&ctx).min(streams - 1);
+                    let s: StreamId = slot.get().place(&ctx).min(streams - 1);
                     ssd.write(lpn + i, s)
                         .map_err(|source| ReplayError::Sim { index, source })?;
                     c.pages_per_stream[s as usize] += 1;
@@ -1008,7 +1103,7 @@ pub fn run(
                 let mut done = 0;
                 while done < pages {
                     let n = (pages - done).min(u64::from(u32::MAX)) as u32;
-                    policy.trim(lpn + done, n, clock);
+                    slot.get().trim(lpn + done, n, clock);
                     done += u64::from(n);
                 }
                 // Only pages the replay writes: the others may hold the
@@ -1031,10 +1126,10 @@ pub fn run(
                 file,
                 first_page,
                 pages,
-            } => policy.invalidate_file(file, first_page, pages, clock),
+            } => slot.get().invalidate_file(file, first_page, pages, clock),
         }
     }
-    Ok(c)
+    Ok(clock)
 }
 
 /// Re-allocates the replay's logical pages into `0..hot_pages` (the logical
@@ -1122,6 +1217,8 @@ pub fn confine(replay: &Replay, hot_pages: u64) -> Result<Replay, String> {
     let mut r = finish(ops, logical, replay.source, replay.stats.clone())?;
     r.confined_from = Some(replay.footprint_pages);
     r.file_names = replay.file_names.clone();
+    r.marks = replay.marks.clone();
+    r.run_mode = replay.run_mode;
     Ok(r)
 }
 
@@ -1163,6 +1260,8 @@ pub fn without_trims(replay: &Replay) -> Result<Replay, String> {
     )?;
     r.confined_from = replay.confined_from;
     r.file_names = replay.file_names.clone();
+    r.marks = replay.marks.clone();
+    r.run_mode = replay.run_mode;
     Ok(r)
 }
 
@@ -1357,23 +1456,45 @@ pub fn simulate(job: &Job<'_>, policy_cfg: &PolicyConfig) -> Result<RunResult, R
         streams: job.spec.streams,
         ..policy_cfg.clone()
     };
-    let mut policy = policies::build(&job.policy, &cfg).map_err(|e| bad(e.to_string()))?;
+    let make = || policies::build(&job.policy, &cfg).map_err(|e| bad(e.to_string()));
+    let mut policy = make()?;
     let layout = layout(job.replay, &job.spec).map_err(bad)?;
     let mut ssd = aged_ssd(job.replay, &layout).map_err(bad)?;
+    let mode = job.replay.run_mode;
+    let fresh: Option<MakePolicy<'_>> = if mode.clear_at_marks {
+        Some(&make)
+    } else {
+        None
+    };
+    let mut slot = PolicySlot {
+        base: policy.as_mut(),
+        fresh: None,
+    };
+    let mut clock = 0;
+    for _ in 0..mode.warmup_passes {
+        let mut scratch = RunCounters::for_streams(job.spec.streams);
+        clock = run_pass(job.replay, &mut slot, fresh, &mut ssd, clock, &mut scratch)?;
+    }
+    if mode.warmup_passes > 0 {
+        ssd.reset_stats();
+    }
     let t0 = std::time::Instant::now();
-    let counters = run(job.replay, policy.as_mut(), &mut ssd)?;
+    let mut counters = RunCounters::for_streams(ssd.config().streams);
+    run_pass(job.replay, &mut slot, fresh, &mut ssd, clock, &mut counters)?;
     let seconds = t0.elapsed().as_secs_f64();
+    let policy_counters = slot
+        .get()
+        .counters()
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
     Ok(RunResult {
         policy: job.policy.clone(),
         internal_streams: job.spec.internal_streams,
         layout,
         stats: ssd.stats(),
         counters,
-        policy_counters: policy
-            .counters()
-            .into_iter()
-            .map(|(k, v)| (k.to_string(), v))
-            .collect(),
+        policy_counters,
         seconds,
     })
 }
@@ -1677,5 +1798,55 @@ mod tests {
         assert_eq!(n.deaths, vec![NEVER, 2, NEVER]);
         assert!(n.ops.iter().all(|op| !matches!(op, Op::Trim { .. })));
         assert_eq!(n.stats.trim_pages, 2, "the join statistics are the trace's");
+    }
+
+    #[test]
+    fn clear_at_marks_restarts_policies_and_warmup_passes_are_not_counted() {
+        let sw = |lpn: u64, sig: u64| Op::Write {
+            lpn,
+            pages: 1,
+            file: Some((1, lpn)),
+            file_page: 0,
+            signature: Some(sig),
+            app_hint: 0,
+            class: WriteClass::Data,
+        };
+        // Round 1 writes with signatures 1 and 2, round 2 (from clock 4) with 3.
+        let ops = vec![sw(0, 1), sw(1, 2), sw(2, 1), sw(3, 2), sw(4, 3), sw(5, 3)];
+        let mut r = Replay::from_ops(ops, 64, Source::GroundTruth).unwrap();
+        r.marks = vec![0, 4];
+        let go = |r: &Replay| {
+            let job = Job {
+                replay: r,
+                policy: "pcstream".into(),
+                spec: DeviceSpec::default(),
+            };
+            let res = simulate(&job, &PolicyConfig::default()).unwrap();
+            let sigs = res
+                .policy_counters
+                .iter()
+                .find(|(k, _)| k == "signatures")
+                .map(|(_, v)| *v)
+                .unwrap();
+            (res.stats.host_pages, sigs)
+        };
+        assert_eq!(go(&r), (6, 3), "tables kept over the rounds");
+        r.run_mode = RunMode {
+            warmup_passes: 0,
+            clear_at_marks: true,
+        };
+        assert_eq!(
+            go(&r),
+            (6, 1),
+            "the last round's instance saw one signature"
+        );
+        r.run_mode = RunMode {
+            warmup_passes: 2,
+            clear_at_marks: false,
+        };
+        assert_eq!(go(&r), (6, 3), "warm-up writes are not counted");
+        // The confined replay keeps the marks and the mode.
+        let c = confine(&r, 1024).unwrap();
+        assert_eq!((c.marks.clone(), c.run_mode), (r.marks.clone(), r.run_mode));
     }
 }
