@@ -16,7 +16,7 @@ if [ "${1:-}" = "--keys" ]; then keys=$2; fi
 scripts/install-deps.sh
 echo "== building pcstreamctl and libpcstream.so (release)"
 cargo build --release -q -p pcstreamctl -p pcstream-preload
-ctl=$PWD/target/release/pcstreamctl
+ctl=${CARGO_TARGET_DIR:-$PWD/target}/release/pcstreamctl
 out=${PCSTREAM_DEMO_DIR:-$(mktemp -d /tmp/pcstream-demo.XXXXXX)}
 mkdir -p "$out"
 dbargs=(--benchmarks=fillrandom,updaterandom "--num=$keys" --value_size=800

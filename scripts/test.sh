@@ -10,5 +10,7 @@ echo "== cargo fmt --check"
 cargo fmt --all -- --check
 echo "== cargo clippy"
 cargo clippy --workspace --all-targets --release -- -D warnings
+echo "== cargo build (the integration tests run the built libpcstream.so and pcstreamctl)"
+cargo build --workspace --release
 echo "== cargo test"
 cargo test --workspace --release --no-fail-fast -- --test-threads=2
