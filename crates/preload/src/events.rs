@@ -192,35 +192,9 @@ fn file_id(e: &mut Enc<'_>, field: u32, f: FileId) {
     });
 }
 
-/// `WriteCall` values.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[allow(missing_docs)]
-pub enum WriteCall {
-    Write = 1,
-    Pwrite = 2,
-    Writev = 3,
-    Pwritev = 4,
-    Fwrite = 5,
-}
-
-/// `InvalidateKind` values.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[allow(missing_docs)]
-pub enum InvalidateKind {
-    Truncate = 1,
-    Unlink = 2,
-    PunchHole = 3,
-    RenameReplace = 4,
-}
-
-/// `ProcessEventKind` values.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[allow(missing_docs)]
-pub enum ProcessKind {
-    Start = 1,
-    ForkChild = 2,
-    Exit = 3,
-}
+// The enum values come from the proto (generated in `pcstream_placement::wire`),
+// so the hand-written encoder cannot drift from the schema.
+pub use pcstream_placement::wire::{InvalidateKind, ProcessEventKind as ProcessKind, WriteCall};
 
 /// One event's payload (the `Event.kind` oneof).
 #[derive(Debug)]
