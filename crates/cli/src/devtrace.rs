@@ -223,8 +223,7 @@ impl DeviceTracer {
         }
         let total = self.size_bytes;
         // Leave the file system's own reserve alone: never more than what is free minus 5%.
-        let st = nix_statvfs(&self.mount_point)?;
-        let free = st.0;
+        let free = available_bytes(&self.mount_point)?;
         let want = ((total as f64 * fraction) as u64).min(free.saturating_sub(total / 20));
         let want = want / (1 << 20) * (1 << 20);
         let path = self.mount_point.join(".pcstream-fill");
@@ -340,8 +339,8 @@ impl Drop for DeviceTracer {
     }
 }
 
-/// (available bytes) of the file system holding `p`.
-fn nix_statvfs(p: &Path) -> Result<(u64,)> {
+/// Bytes available to an unprivileged writer on the file system holding `p`.
+fn available_bytes(p: &Path) -> Result<u64> {
     use std::os::unix::ffi::OsStrExt;
     let c = std::ffi::CString::new(p.as_os_str().as_bytes())
         .with_context(|| format!("path {} has a NUL byte", p.display()))?;
@@ -352,7 +351,7 @@ fn nix_statvfs(p: &Path) -> Result<(u64,)> {
         return Err(std::io::Error::last_os_error())
             .with_context(|| format!("statvfs {}", p.display()));
     }
-    Ok((st.f_bavail as u64 * st.f_frsize as u64,))
+    Ok(st.f_bavail as u64 * st.f_frsize as u64)
 }
 
 trait NonBlock {
