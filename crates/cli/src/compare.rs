@@ -72,6 +72,11 @@ pub struct CompareArgs {
     /// Internal (GC) streams of the device.
     #[arg(long, value_enum, default_value = "off")]
     pub internal_streams: InternalMode,
+    /// Without internal streams, GC copies of every stream go to one shared
+    /// GC block (default: back into the victim's own stream, the paper's
+    /// device without internal streams).
+    #[arg(long)]
+    pub shared_gc_block: bool,
     /// Fraction of the logical space pre-filled with cold data (the paper: 0.9).
     #[arg(long, default_value_t = 0.9)]
     pub prefill: f64,
@@ -133,6 +138,9 @@ pub struct Settings {
     pub streams: u32,
     /// Internal-stream settings run.
     pub internal_streams: Vec<bool>,
+    /// Without internal streams, GC copies shared one GC block (else they
+    /// went back into their own stream).
+    pub shared_gc_block: bool,
     /// Cold pre-fill fraction.
     pub prefill: f64,
     /// Over-provisioning.
@@ -264,6 +272,8 @@ pub struct Options {
     pub streams: u32,
     /// Internal-stream settings.
     pub internal: InternalMode,
+    /// Shared GC block without internal streams.
+    pub shared_gc_block: bool,
     /// Cold fraction.
     pub prefill: f64,
     /// Over-provisioning.
@@ -292,6 +302,7 @@ impl Default for Options {
             policies: POLICY_NAMES.iter().map(|s| s.to_string()).collect(),
             streams: 9,
             internal: InternalMode::Off,
+            shared_gc_block: false,
             prefill: 0.9,
             op: 0.07,
             model: false,
@@ -321,6 +332,7 @@ pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
         policies: args.policies,
         streams: args.streams,
         internal: args.internal_streams,
+        shared_gc_block: args.shared_gc_block,
         prefill: args.prefill,
         op: args.op,
         model: args.model,
@@ -434,6 +446,7 @@ pub fn compare(traces: &[PathBuf], opts: &Options) -> anyhow::Result<Report> {
                     spec: DeviceSpec {
                         streams: opts.streams,
                         internal_streams,
+                        shared_gc_block: opts.shared_gc_block,
                         op: opts.op,
                         prefill: opts.prefill,
                         ..DeviceSpec::default()
@@ -461,6 +474,7 @@ pub fn compare(traces: &[PathBuf], opts: &Options) -> anyhow::Result<Report> {
             policies: opts.policies.clone(),
             streams: opts.streams,
             internal_streams: modes.to_vec(),
+            shared_gc_block: opts.shared_gc_block,
             prefill: opts.prefill,
             op: opts.op,
             trim: opts.trim,
@@ -597,13 +611,18 @@ pub fn render(rep: &Report) -> String {
     let st = &rep.settings;
     let _ = writeln!(
         o,
-        "compare: {} trace(s) × {} policies, internal streams {}; {} streams, OP {:.0}%, {:.0}% cold pre-fill, TRIM {}",
+        "compare: {} trace(s) × {} policies, internal streams {}{}; {} streams, OP {:.0}%, {:.0}% cold pre-fill, TRIM {}",
         rep.traces.len(),
         st.policies.len(),
         match st.internal_streams.as_slice() {
             [false] => "off",
             [true] => "on",
             _ => "off and on",
+        },
+        match (st.internal_streams.contains(&false), st.shared_gc_block) {
+            (false, _) => "",
+            (true, false) => " (off: GC copies go back into their stream)",
+            (true, true) => " (off: GC copies share one GC block)",
         },
         st.streams,
         st.op * 100.0,

@@ -48,6 +48,10 @@ pub struct SimArgs {
     /// Give each external stream an internal stream for its GC copies.
     #[arg(long, help_heading = "Device")]
     pub internal_streams: bool,
+    /// Without internal streams: GC copies of every stream go to one shared
+    /// GC block instead of back into their own stream.
+    #[arg(long, help_heading = "Device", conflicts_with = "internal_streams")]
+    pub shared_gc_block: bool,
     /// GC victim selection.
     #[arg(long, value_enum, default_value_t = GcArg::Greedy, help_heading = "Device")]
     pub gc: GcArg,
@@ -171,6 +175,7 @@ impl SimArgs {
             op: self.op,
             streams: self.streams,
             internal_streams: self.internal_streams,
+            shared_gc_block: self.shared_gc_block,
             gc: match self.gc {
                 GcArg::Greedy => GcPolicy::Greedy,
                 GcArg::CostBenefit => GcPolicy::CostBenefit,

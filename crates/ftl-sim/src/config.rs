@@ -76,9 +76,18 @@ pub struct Config {
     /// External streams *including* the default stream 0: ids are
     /// `0..streams`. The paper's PM963 has 9 (8 user streams + default).
     pub streams: u32,
-    /// One internal (GC-only) stream per external stream. Without them, GC
-    /// copies of every stream go to one shared GC block.
+    /// One internal (GC-only) stream per external stream: GC copies the
+    /// survivors of stream `k` into `k`'s internal stream. Without them, GC
+    /// copies go back into the victim's own stream, beside fresh host
+    /// writes (the paper's device without internal streams), or, with
+    /// [`Config::shared_gc_block`], into one GC block shared by all streams.
     pub internal_streams: bool,
+    /// Without internal streams: GC copies of every stream go to one shared
+    /// GC block instead of back into their own stream (a common FTL design
+    /// that already separates survivors from fresh writes). Ignored with
+    /// internal streams.
+    #[serde(default)]
+    pub shared_gc_block: bool,
     /// Victim selection.
     pub gc: GcPolicy,
     /// GC low watermark: GC runs while fewer than this many blocks are free
@@ -95,6 +104,7 @@ impl Default for Config {
             op: 0.07,
             streams: 9,
             internal_streams: false,
+            shared_gc_block: false,
             gc: GcPolicy::Greedy,
             gc_free_blocks: 2,
             timing: None,
@@ -158,13 +168,16 @@ impl Config {
     }
 
     /// The most blocks that can be open (being filled) at the same time:
-    /// one per external stream, plus one per internal stream or one GC block.
+    /// one per external stream, plus one per internal stream or the shared
+    /// GC block.
     pub fn max_open_blocks(&self) -> u64 {
         let s = u64::from(self.streams);
         if self.internal_streams {
             2 * s
-        } else {
+        } else if self.shared_gc_block {
             s + 1
+        } else {
+            s
         }
     }
 

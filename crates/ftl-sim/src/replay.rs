@@ -1272,6 +1272,9 @@ pub struct DeviceSpec {
     pub streams: u32,
     /// One internal (GC) stream per external stream.
     pub internal_streams: bool,
+    /// Without internal streams, GC copies go to one shared GC block
+    /// instead of back into their own stream ([`Config::shared_gc_block`]).
+    pub shared_gc_block: bool,
     /// Over-provisioning, `(physical − logical) / logical`.
     pub op: f64,
     /// Fraction of the logical space filled with cold data before the run
@@ -1288,6 +1291,7 @@ impl Default for DeviceSpec {
         DeviceSpec {
             streams: 9,
             internal_streams: false,
+            shared_gc_block: false,
             op: 0.07,
             prefill: 0.9,
             gc: GcPolicy::Greedy,
@@ -1372,6 +1376,7 @@ pub fn layout(replay: &Replay, spec: &DeviceSpec) -> Result<DeviceLayout, String
             op: spec.op,
             streams: spec.streams,
             internal_streams: spec.internal_streams,
+            shared_gc_block: spec.shared_gc_block,
             gc: spec.gc,
             gc_free_blocks: 2,
             timing: spec.timing,

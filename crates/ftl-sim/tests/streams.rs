@@ -1,14 +1,19 @@
 //! Stream separation: two temperatures in their own streams give a WAF
 //! close to 1 while the same writes mixed in one stream copy clearly more;
 //! and a stream mixing short- and long-lived data copies less when GC moves
-//! its survivors to its own internal stream than when they share the GC
-//! stream with other streams' survivors. Slow in debug builds, so these run
+//! its survivors to its own internal stream than when they go back into the
+//! stream beside fresh writes, or share one GC block with other streams'
+//! survivors. Slow in debug builds, so these run
 //! only with `--release` (as CI does).
 
 use ftl_sim::workload::synthetic::{Generator, Pattern};
 use ftl_sim::{Config, Geometry, Ssd, Stats};
 
 fn device(streams: u32, internal: bool, op: f64) -> Ssd {
+    device_gc(streams, internal, false, op)
+}
+
+fn device_gc(streams: u32, internal: bool, shared_gc_block: bool, op: f64) -> Ssd {
     Ssd::new(Config {
         geometry: Geometry {
             blocks_per_unit: 64,
@@ -17,6 +22,7 @@ fn device(streams: u32, internal: bool, op: f64) -> Ssd {
         op,
         streams,
         internal_streams: internal,
+        shared_gc_block,
         ..Config::default()
     })
     .unwrap()
@@ -74,8 +80,8 @@ fn each_temperature_in_its_own_stream_barely_copies() {
 
 /// Stream 1 mixes short- and long-lived data (a hot and a cold region
 /// written in order); stream 2 rewrites its own region at random.
-fn run_mixed_lifetime(internal: bool, op: f64) -> Stats {
-    let mut ssd = device(3, internal, op);
+fn run_mixed_lifetime(internal: bool, shared_gc_block: bool, op: f64) -> Stats {
+    let mut ssd = device_gc(3, internal, shared_gc_block, op);
     let l = ssd.logical_pages();
     // Stream 1: pages [0, 0.1 L) hot, [0.1 L, 0.6 L) cold; stream 2: [0.6 L, L).
     let (hot_end, cold_end) = (l / 10, 6 * l / 10);
@@ -120,17 +126,26 @@ fn run_mixed_lifetime(internal: bool, op: f64) -> Stats {
 )]
 fn internal_streams_help_a_mixed_lifetime_stream() {
     for op in [0.07, 0.28] {
-        let with = run_mixed_lifetime(true, op);
-        let without = run_mixed_lifetime(false, op);
+        let with = run_mixed_lifetime(true, false, op);
+        let own = run_mixed_lifetime(false, false, op);
+        let shared = run_mixed_lifetime(false, true, op);
         println!(
-            "op {op}: WAF with internal streams {:.3}, without {:.3}; stream 1 GC pages {} vs {}",
-            with.waf, without.waf, with.per_stream[1].gc_pages, without.per_stream[1].gc_pages
-        );
-        assert!(
-            with.waf < without.waf,
-            "op {op}: with {} without {}",
+            "op {op}: WAF with internal streams {:.3}, copies back into their stream {:.3}, \
+             shared GC block {:.3}; stream 1 GC pages {} / {} / {}",
             with.waf,
-            without.waf
+            own.waf,
+            shared.waf,
+            with.per_stream[1].gc_pages,
+            own.per_stream[1].gc_pages,
+            shared.per_stream[1].gc_pages
         );
+        for (name, without) in [("own stream", &own), ("shared GC block", &shared)] {
+            assert!(
+                with.waf < without.waf,
+                "op {op}: with {} vs {name} {}",
+                with.waf,
+                without.waf
+            );
+        }
     }
 }

@@ -1,6 +1,7 @@
 //! The page-mapped FTL: logical↔physical maps, write frontiers (one open
-//! block per external stream, per internal stream or for the shared GC
-//! stream), the free-block pool, garbage collection and the counters.
+//! block per external stream, plus one per internal stream or for the shared
+//! GC stream when configured), the free-block pool, garbage collection and
+//! the counters.
 //!
 //! Everything on the write path is a flat `Vec` indexed by page or block
 //! number; nothing allocates per write.
@@ -145,8 +146,8 @@ pub struct Ssd {
     buckets: Buckets,
     free: Vec<u32>,
     /// `0..streams`: host frontiers; then either `streams..2·streams`
-    /// (internal stream of stream `k` at `streams + k`) or one shared GC
-    /// frontier at `streams`.
+    /// (internal stream of stream `k` at `streams + k`), one shared GC
+    /// frontier at `streams`, or nothing (GC copies into host frontiers).
     frontiers: Vec<Frontier>,
     /// Host pages written since creation (never reset).
     clock: u64,
@@ -262,6 +263,11 @@ impl Ssd {
         if self.frontiers[f].block == NIL {
             self.open_block(f)?;
             self.collect()?;
+            // GC copies back into their own stream (no internal streams,
+            // no shared GC block) may have filled the block just opened.
+            if self.frontiers[f].block == NIL {
+                self.open_block(f)?;
+            }
         }
         let i = lpn as usize;
         let now = self.clock;
@@ -574,7 +580,11 @@ impl Ssd {
     fn gc_dest(&self, f: u32) -> usize {
         let s = self.streams;
         if !self.cfg.internal_streams {
-            s as usize
+            if self.cfg.shared_gc_block {
+                s as usize
+            } else {
+                f as usize
+            }
         } else if f < s {
             (s + f) as usize
         } else {

@@ -17,6 +17,7 @@ fn small(streams: u32, internal: bool, op: f64) -> Config {
         op,
         streams,
         internal_streams: internal,
+        shared_gc_block: false,
         gc: GcPolicy::Greedy,
         gc_free_blocks: 2,
         timing: None,
@@ -134,8 +135,35 @@ fn gc_copies_go_to_the_victims_internal_stream() {
 }
 
 #[test]
-fn without_internal_streams_copies_share_one_gc_stream() {
+fn without_internal_streams_copies_go_back_into_their_stream() {
     let mut ssd = Ssd::new(small(2, false, 0.5)).unwrap();
+    let l = ssd.logical_pages();
+    ssd.prefill(1.0, parity_stream).unwrap();
+    random_writes(&mut ssd, 20 * l, parity_stream);
+    ssd.check_invariants().unwrap();
+    let st = ssd.stats();
+    assert!(st.gc_pages > 0);
+    assert_eq!(st.gc_stream_blocks, 0);
+    for lpn in 0..l {
+        assert_eq!(
+            ssd.residence(lpn),
+            Some(Residence::Host(parity_stream(lpn))),
+            "lpn {lpn}"
+        );
+    }
+    assert_eq!(
+        st.per_stream.iter().map(|p| p.gc_pages).sum::<u64>(),
+        st.gc_pages
+    );
+}
+
+#[test]
+fn with_a_shared_gc_block_copies_share_one_gc_stream() {
+    let cfg = Config {
+        shared_gc_block: true,
+        ..small(2, false, 0.5)
+    };
+    let mut ssd = Ssd::new(cfg).unwrap();
     let l = ssd.logical_pages();
     ssd.prefill(1.0, parity_stream).unwrap();
     random_writes(&mut ssd, 20 * l, parity_stream);
@@ -250,26 +278,30 @@ fn config() -> impl Strategy<Value = Config> {
         any::<bool>(),
         any::<bool>(),
         2u32..4,
+        any::<bool>(),
     )
-        .prop_map(|(ways, bpu, ppb, op, streams, internal, cb, wm)| Config {
-            geometry: Geometry {
-                channels: 1,
-                ways,
-                blocks_per_unit: bpu,
-                pages_per_block: ppb,
-                page_size: 4096,
+        .prop_map(
+            |(ways, bpu, ppb, op, streams, internal, cb, wm, shared)| Config {
+                geometry: Geometry {
+                    channels: 1,
+                    ways,
+                    blocks_per_unit: bpu,
+                    pages_per_block: ppb,
+                    page_size: 4096,
+                },
+                op,
+                streams,
+                internal_streams: internal,
+                shared_gc_block: shared,
+                gc: if cb {
+                    GcPolicy::CostBenefit
+                } else {
+                    GcPolicy::Greedy
+                },
+                gc_free_blocks: wm,
+                timing: None,
             },
-            op,
-            streams,
-            internal_streams: internal,
-            gc: if cb {
-                GcPolicy::CostBenefit
-            } else {
-                GcPolicy::Greedy
-            },
-            gc_free_blocks: wm,
-            timing: None,
-        })
+        )
         .prop_filter("enough spare blocks", |c| c.validate().is_ok())
 }
 
@@ -335,13 +367,16 @@ proptest! {
                     match ssd.residence(lpn).unwrap() {
                         Residence::Host(k) => {
                             prop_assert_eq!(k, s);
-                            prop_assert_eq!(ssd.lookup(lpn), Some(ppn), "GC wrote into a host block");
+                            // Only a device that copies back into the stream moves pages between host blocks.
+                            if cfg.internal_streams || cfg.shared_gc_block {
+                                prop_assert_eq!(ssd.lookup(lpn), Some(ppn), "GC wrote into a host block");
+                            }
                         }
                         Residence::Internal(k) => {
                             prop_assert!(cfg.internal_streams);
                             prop_assert_eq!(k, s);
                         }
-                        Residence::Gc => prop_assert!(!cfg.internal_streams),
+                        Residence::Gc => prop_assert!(!cfg.internal_streams && cfg.shared_gc_block),
                     }
                 }
             }

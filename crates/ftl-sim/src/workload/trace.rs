@@ -203,7 +203,8 @@ impl<R: BufRead> TraceReader<R> {
     fn error(&self, msg: String) -> TraceError {
         TraceError::Parse {
             path: self.path.clone(),
-            line: self.line,
+            // An empty file's error is about its (missing) first line.
+            line: self.line.max(1),
             msg,
         }
     }
