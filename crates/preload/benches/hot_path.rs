@@ -4,12 +4,20 @@
 //! together as one intercepted write costs (the ≤ 100 ns budget; the paper's
 //! in-kernel stack scan took 300–400 ns).
 //!
+//! Writes are encoded when their batch's raw records are drained (every
+//! 128 records), so the batching cases run long enough per sample that
+//! each sample's mean (and so the median over samples) includes that
+//! encoding, amortised, and the emission of every full 16 KiB batch (no
+//! sink here: what a trace file costs is in `scripts/bench-shim.sh`).
+//!
 //! `cargo bench -p pcstream-preload --bench hot_path`
 
 use criterion::{criterion_group, criterion_main, Criterion};
+use pcstream::batch::{self, RawWrite};
 use pcstream::config::Unwind;
 use pcstream::events::{self, FileId, Kind, WriteCall};
 use pcstream::hint::{self, Map};
+use pcstream::tls::{self, Thread};
 use pcstream::{modules, signature};
 use std::hint::black_box;
 use std::path::Path;
@@ -50,12 +58,16 @@ fn params(unwind: Unwind) -> signature::Params {
 }
 
 fn bench(c: &mut Criterion) {
+    tls::with(|t| bench_on(c, t));
+}
+
+fn bench_on(c: &mut Criterion, t: &Thread) {
     signature::init_stack_facts();
     modules::refresh();
     // Calibrate the TSC clock as a running shim would be after ~20 ms.
     pcstream::clock::init();
     std::thread::sleep(std::time::Duration::from_millis(20));
-    pcstream::clock::anchor_ns();
+    pcstream::clock::Anchor::read();
     let table = modules::table().unwrap();
     let mut map_text = String::new();
     for i in 0..1000u64 {
@@ -75,7 +87,7 @@ fn bench(c: &mut Criterion) {
                 let mut cap = signature::Captured::new();
                 // SAFETY: rec points into with_stack's frame, alive for the closure.
                 unsafe {
-                    signature::capture_into(table, rec, params(Unwind::FramePointer), &mut cap)
+                    signature::capture_into(t, table, rec, params(Unwind::FramePointer), &mut cap)
                 };
                 assert_eq!(cap.n, 5);
                 black_box(cap.signature)
@@ -87,7 +99,7 @@ fn bench(c: &mut Criterion) {
             b.iter(|| {
                 let mut cap = signature::Captured::new();
                 // SAFETY: as above.
-                unsafe { signature::capture_into(table, rec, params(Unwind::Scan), &mut cap) };
+                unsafe { signature::capture_into(t, table, rec, params(Unwind::Scan), &mut cap) };
                 assert_eq!(cap.n, 5);
                 black_box(cap.signature)
             })
@@ -106,13 +118,14 @@ fn bench(c: &mut Criterion) {
         ino: 1234,
     };
     let w = [1u64 << 30, 4096, 0x9234_5678_9abc_def0, 2, 3, 1];
-    let mut buf = [0u8; 128];
+    let mut buf = [0u8; 256];
     g.bench_function("encode_write_event", |b| {
+        // As a batch's drain does: one encoder for the thread's writes.
+        let mut enc = events::WriteEncoder::new(4242);
         b.iter(|| {
-            events::encode_write_entry(
+            enc.entry(
                 black_box(&mut buf[..]),
                 black_box(1 << 44),
-                4242,
                 black_box(file),
                 black_box(&w),
             )
@@ -120,7 +133,8 @@ fn bench(c: &mut Criterion) {
     });
     g.bench_function("event_encode_and_batch", |b| {
         b.iter(|| {
-            events::push(
+            batch::push(
+                t,
                 &Kind::Write {
                     file: FileId {
                         dev: 2049,
@@ -154,20 +168,23 @@ fn bench(c: &mut Criterion) {
                 b.iter(|| {
                     let mut cap = signature::Captured::new();
                     // SAFETY: as above.
-                    unsafe { signature::capture_into(table, rec, params(Unwind::Auto), &mut cap) };
-                    let stream = hint::stream_for(cap.signature.0);
+                    unsafe {
+                        signature::capture_into(t, table, rec, params(Unwind::Auto), &mut cap)
+                    };
+                    let stream = cap.stream; // looked up with the signature
                     let h = hint::cached(file).unwrap_or(0);
                     offset = (offset + stride) % (1 << 30);
-                    events::push(
-                        &Kind::Write {
+                    batch::push_write(
+                        t,
+                        RawWrite::new(
                             file,
                             offset,
-                            len: 4096,
-                            signature: cap.signature.0,
+                            4096,
+                            cap.signature.0,
                             stream,
-                            hint: h as u32,
-                            call: WriteCall::Write,
-                        },
+                            h as u32,
+                            WriteCall::Write as u32,
+                        ),
                         u64::MAX,
                         false,
                     );

@@ -1,15 +1,16 @@
 //! Event timestamps: `CLOCK_MONOTONIC` nanoseconds, cheaply.
 //!
 //! `clock_gettime` costs ~60 ns in a VM, more than half the per-write
-//! budget. Each thread reads it precisely at the start of every batch and
-//! anchors `(tsc, ns)`; later events of the batch interpolate with `rdtsc`
-//! and a process-wide TSC rate calibrated against `CLOCK_MONOTONIC` (first
-//! after ~8 ms, then refined as the span since initialisation doubles).
-//! Batches live ≤ `PCSTREAM_FLUSH_MS`, so interpolation error stays in the
-//! microseconds. Without an invariant TSC (`constant_tsc` and `nonstop_tsc`
-//! in /proc/cpuinfo) every event reads `clock_gettime`.
+//! budget. A batch reads it precisely when it starts and keeps that
+//! [`Anchor`] `(tsc, ns, rate)` in its slot; later events of the batch
+//! interpolate with `rdtsc` and the process-wide TSC rate known when the
+//! batch started (calibrated against `CLOCK_MONOTONIC`: first after ~8 ms,
+//! then refined as the span since initialisation doubles). One rate per
+//! batch keeps a batch's times ordered. Batches live ≤ `PCSTREAM_FLUSH_MS`,
+//! so interpolation error stays in the microseconds. Without an invariant
+//! TSC (`constant_tsc` and `nonstop_tsc` in /proc/cpuinfo), or before the
+//! first calibration, every event reads `clock_gettime`.
 
-use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 static USE_TSC: AtomicBool = AtomicBool::new(false);
@@ -21,11 +22,6 @@ static RATE: AtomicU64 = AtomicU64::new(0);
 static SPAN: AtomicU64 = AtomicU64::new(0);
 
 const FIRST_SPAN_TICKS: u64 = 1 << 24; // ~8 ms at 2 GHz
-
-thread_local! {
-    /// This thread's anchor `(tsc, ns)`; tsc 0 = none.
-    static ANCHOR: Cell<(u64, u64)> = const { Cell::new((0, 0)) };
-}
 
 #[inline(always)]
 fn rdtsc() -> u64 {
@@ -59,13 +55,34 @@ pub fn init() {
     USE_TSC.store(invariant, Ordering::Release);
 }
 
-/// A precise reading that also re-anchors this thread (batch start) and
-/// refines the process-wide rate.
-pub fn anchor_ns() -> u64 {
-    let t = rdtsc();
-    let ns = precise_ns();
-    if USE_TSC.load(Ordering::Acquire) {
-        ANCHOR.with(|a| a.set((t, ns)));
+/// A precise reading `(tsc, ns)` against which later events interpolate.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Anchor {
+    /// TSC at the reading.
+    pub tsc: u64,
+    /// `CLOCK_MONOTONIC` nanoseconds at the reading.
+    pub ns: u64,
+    /// Nanoseconds per tick (32.32 fixed point) for this anchor's events;
+    /// 0: every event reads the clock precisely.
+    pub rate: u64,
+}
+
+/// Most ticks an interpolation spans (~6 min at 3 GHz); beyond, read the clock.
+const MAX_SPAN_TICKS: u64 = 1 << 40;
+
+impl Anchor {
+    /// Reads the clock precisely (a batch starts), refining the
+    /// process-wide rate on the way.
+    pub fn read() -> Anchor {
+        let t = rdtsc();
+        let ns = precise_ns();
+        if !USE_TSC.load(Ordering::Acquire) {
+            return Anchor {
+                tsc: t,
+                ns,
+                rate: 0,
+            };
+        }
         let span = t.wrapping_sub(BASE_TSC.load(Ordering::Relaxed));
         let have = SPAN.load(Ordering::Relaxed);
         if span >= FIRST_SPAN_TICKS && span >= have.saturating_mul(2) && span < 1 << 62 {
@@ -76,28 +93,40 @@ pub fn anchor_ns() -> u64 {
                 SPAN.store(span, Ordering::Relaxed);
             }
         }
+        Anchor {
+            tsc: t,
+            ns,
+            rate: RATE.load(Ordering::Relaxed),
+        }
     }
-    ns
-}
 
-/// `CLOCK_MONOTONIC` nanoseconds for an event inside a batch.
-#[inline]
-pub fn now_ns() -> u64 {
-    let rate = RATE.load(Ordering::Relaxed);
-    let (t0, ns0) = ANCHOR.with(|a| a.get());
-    if rate == 0 || t0 == 0 {
-        return anchor_ns();
+    /// Ticks (or nanoseconds, without a rate) in `ns` nanoseconds, capped
+    /// to what an interpolation may span (computed once per batch).
+    pub fn span(&self, ns: u64) -> u64 {
+        if self.rate == 0 {
+            return ns;
+        }
+        (((ns as u128) << 32) / self.rate as u128).min(MAX_SPAN_TICKS as u128) as u64
     }
-    let dt = rdtsc().wrapping_sub(t0);
-    if dt > 1 << 40 {
-        return anchor_ns();
-    }
-    ns0 + ((dt as u128 * rate as u128) >> 32) as u64
-}
 
-/// Forgets this thread's anchor (fork child: its TLS is a copy).
-pub fn reset_thread() {
-    ANCHOR.with(|a| a.set((0, 0)));
+    /// `CLOCK_MONOTONIC` nanoseconds now, and whether more than `span`
+    /// (from [`Anchor::span`]) passed since the anchor: then the time is
+    /// read precisely instead of interpolated.
+    #[inline(always)]
+    pub fn now(&self, span: u64) -> (u64, bool) {
+        if self.rate == 0 {
+            let ns = precise_ns();
+            return (ns, ns.wrapping_sub(self.ns) >= span);
+        }
+        let dt = rdtsc().wrapping_sub(self.tsc);
+        if dt >= span {
+            return (precise_ns(), true);
+        }
+        (
+            self.ns + ((dt as u128 * self.rate as u128) >> 32) as u64,
+            false,
+        )
+    }
 }
 
 #[cfg(test)]
@@ -109,18 +138,23 @@ mod tests {
         init();
         // Let the calibration span pass, then anchor (calibrates the rate).
         std::thread::sleep(std::time::Duration::from_millis(20));
-        anchor_ns();
+        let a = Anchor::read();
+        let span = a.span(1_000_000_000);
         std::thread::sleep(std::time::Duration::from_millis(5));
         let before = precise_ns();
-        let t = now_ns();
+        let (t, old) = a.now(span);
         let after = precise_ns();
+        assert!(!old, "5 ms is within a 1 s span");
         if USE_TSC.load(Ordering::Relaxed) {
-            assert!(RATE.load(Ordering::Relaxed) > 0);
+            assert!(a.rate > 0 && RATE.load(Ordering::Relaxed) > 0);
         }
         // Interpolation error well under a millisecond over 5 ms.
         assert!(
             t + 200_000 >= before && t <= after + 200_000,
             "{before} {t} {after}"
         );
+        // Past the span: read precisely, and say so.
+        let (t, old) = a.now(a.span(1_000_000));
+        assert!(old && t >= after, "{t} {after}");
     }
 }

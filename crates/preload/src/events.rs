@@ -1,27 +1,18 @@
-//! Events out of the shim: a hand-written protobuf encoder into fixed
-//! buffers, and the per-thread batches they accumulate in.
+//! The events the shim sends, and their hand-written protobuf encoding into
+//! fixed buffers (the per-thread batches they go to are `batch.rs`).
 //!
 //! Encoding follows `proto/pcstream.proto` (`Event`, `EventBatch`) byte for
 //! byte in canonical form; the tests decode the bytes with prost. Nested
-//! messages are encoded into small stack buffers and copied, so nothing
-//! allocates. Paths are truncated to [`MAX_PATH`] bytes.
-//!
-//! Batches live in a static pool of [`SLOTS`] slots instead of thread-locals
-//! with destructors (registering a TLS destructor allocates). A thread claims
-//! a slot on its first event and keeps its index in a const-initialised
-//! thread-local; slot states make the hot path lock-free and let another
-//! thread flush an idle slot (at exit, or when its owner died).
+//! messages are encoded in place (a length byte reserved, the body shifted
+//! in the rare case it needs more), so nothing allocates but a process start
+//! (its argv). Paths are truncated to [`MAX_PATH`] bytes. `WriteEvent`s, the
+//! hot path's events, have their own branch-free encoder
+//! ([`encode_write_entry`]).
 
-use crate::record;
-use std::cell::{Cell, UnsafeCell};
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use crate::batch::BATCH;
 
 /// Longest path (bytes) carried in an event.
 pub const MAX_PATH: usize = 1024;
-/// Batch slots (threads with pending events at once).
-pub const SLOTS: usize = 256;
-/// Bytes of encoded events per batch.
-pub const BATCH: usize = 16 * 1024;
 
 // ---------------------------------------------------------------------------
 // Encoder
@@ -361,402 +352,202 @@ pub fn encode_event(e: &mut Enc<'_>, time_ns: u64, tid: u32, kind: &Kind<'_>) {
 }
 
 // ---------------------------------------------------------------------------
-// Per-thread batches
+// The hot path's WriteEvent encoder
 // ---------------------------------------------------------------------------
 
-const FREE: u32 = 0;
-const IDLE: u32 = 1;
-const BUSY: u32 = 2;
-const SWEEP: u32 = 3;
+/// Room [`encode_write_entry`] writes into directly; a buffer with less
+/// left gets the entry through a stack copy.
+pub const WRITE_ENTRY_ROOM: usize = 160;
 
-/// Longest coalesced write run (the daemon's live-data chunk size).
-pub const MAX_RUN: u64 = 1 << 20;
-
-/// Consecutive writes of one thread that continue each other (same file,
-/// signature, stream, hint and call; each starting where the previous one
-/// ended) are reported as one `WriteEvent` (time = the first write's), up to
-/// [`MAX_RUN`] bytes or until anything else happens on the thread: a
-/// sequential writer costs one event per run instead of one per call.
-#[derive(Debug, Clone, Copy)]
-struct Run {
-    active: bool,
-    time: u64,
-    tid: u32,
-    conts: u32,
-    file: FileId,
-    /// offset, len, signature, stream, hint, call.
-    w: [u64; 6],
-}
-
-const NO_RUN: Run = Run {
-    active: false,
-    time: 0,
-    tid: 0,
-    conts: 0,
-    file: FileId { dev: 0, ino: 0 },
-    w: [0; 6],
-};
-
-/// The header fields (everything but `buf`) first, in one 128-byte-aligned
-/// pair of cache lines.
-#[repr(C, align(128))]
-struct Slot {
-    state: AtomicU32,
-    tid: AtomicU32,
-    // The fields below belong to whoever moved `state` to BUSY or SWEEP.
-    len: UnsafeCell<usize>,
-    count: UnsafeCell<u32>,
-    first_ns: UnsafeCell<u64>,
-    run: UnsafeCell<Run>,
-    buf: UnsafeCell<[u8; BATCH]>,
-}
-
-// SAFETY: the UnsafeCell fields are only touched by the thread that won the
-// state transition to BUSY/SWEEP (exclusive ownership by protocol).
-unsafe impl Sync for Slot {}
-
-#[allow(clippy::declare_interior_mutable_const)]
-const EMPTY: Slot = Slot {
-    state: AtomicU32::new(FREE),
-    tid: AtomicU32::new(0),
-    len: UnsafeCell::new(0),
-    count: UnsafeCell::new(0),
-    first_ns: UnsafeCell::new(0),
-    run: UnsafeCell::new(NO_RUN),
-    buf: UnsafeCell::new([0; BATCH]),
-};
-
-static POOL: [Slot; SLOTS] = [EMPTY; SLOTS];
-static DROPPED: AtomicU64 = AtomicU64::new(0);
-
-const NO_SLOT: u32 = u32::MAX;
-const POOL_FULL: u32 = u32::MAX - 1;
-
-thread_local! {
-    static MY_SLOT: Cell<u32> = const { Cell::new(NO_SLOT) };
-    static MY_TID: Cell<u32> = const { Cell::new(0) };
-}
-
-/// Events dropped so far (no slot, busy slot, failed send).
-pub fn dropped() -> u64 {
-    DROPPED.load(Ordering::Relaxed)
-}
-
-/// Counts `n` dropped events.
-pub fn count_dropped(n: u64) {
-    DROPPED.fetch_add(n, Ordering::Relaxed);
-}
-
-/// This thread's id (cached; the cache is reset in a fork child).
-#[inline]
-pub fn tid() -> u32 {
-    let t = MY_TID.with(|c| c.get());
-    if t != 0 {
-        return t;
-    }
-    // SAFETY: gettid has no preconditions.
-    let t = unsafe { libc::syscall(libc::SYS_gettid) } as u32;
-    MY_TID.with(|c| c.set(t));
-    t
-}
-
-/// `CLOCK_MONOTONIC` in nanoseconds (precise).
-pub fn now_ns() -> u64 {
-    crate::clock::precise_ns()
-}
-
-fn thread_alive(tid: u32) -> bool {
-    // SAFETY: signal 0 only checks existence; getpid has no preconditions.
-    let r = unsafe { libc::syscall(libc::SYS_tgkill, libc::getpid(), tid as i64, 0) };
-    !(r == -1 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH))
-}
-
-fn claim(tid: u32) -> u32 {
-    for (i, s) in POOL.iter().enumerate() {
-        if s.state
-            .compare_exchange(FREE, IDLE, Ordering::Acquire, Ordering::Relaxed)
-            .is_ok()
-        {
-            s.tid.store(tid, Ordering::Relaxed);
-            return i as u32;
-        }
-    }
-    // Reclaim the slot of a thread that exited.
-    for (i, s) in POOL.iter().enumerate() {
-        let owner = s.tid.load(Ordering::Relaxed);
-        if owner != tid
-            && s.state.load(Ordering::Relaxed) == IDLE
-            && !thread_alive(owner)
-            && s.state
-                .compare_exchange(IDLE, SWEEP, Ordering::Acquire, Ordering::Relaxed)
-                .is_ok()
-        {
-            flush_locked(s);
-            s.tid.store(tid, Ordering::Relaxed);
-            s.state.store(IDLE, Ordering::Release);
-            return i as u32;
-        }
-    }
-    POOL_FULL
-}
-
-/// Sends/records the slot's events and empties it. The caller owns the slot
-/// (BUSY or SWEEP).
-fn flush_locked(s: &Slot) {
-    close_run(s);
-    // SAFETY: the caller owns the slot's cells (state protocol).
-    let (len, count, buf) = unsafe { (&mut *s.len.get(), &mut *s.count.get(), &*s.buf.get()) };
-    if *len > 0 {
-        record::emit_batch(&buf[..*len], *count);
-    }
-    *len = 0;
-    *count = 0;
-}
-
-/// Encodes the slot's pending write run (if any) at the end of its batch,
-/// emitting the batch first when it is full. The caller owns the slot.
-fn close_run(s: &Slot) {
-    // SAFETY: the caller owns the slot's cells (state protocol).
-    let (len, count, first, run, buf) = unsafe {
-        (
-            &mut *s.len.get(),
-            &mut *s.count.get(),
-            &mut *s.first_ns.get(),
-            &mut *s.run.get(),
-            &mut *s.buf.get(),
-        )
-    };
-    if !run.active {
-        return;
-    }
-    run.active = false;
-    if let Some(n) = encode_write_entry(&mut buf[*len..], run.time, run.tid, run.file, &run.w) {
-        *len += n;
-        *count += 1;
-        return;
-    }
-    if *len > 0 {
-        record::emit_batch(&buf[..*len], *count);
-    }
-    *len = 0;
-    *count = 0;
-    match encode_write_entry(&mut buf[..], run.time, run.tid, run.file, &run.w) {
-        Some(n) => {
-            *len = n;
-            *count = 1;
-            *first = run.time;
-        }
-        None => count_dropped(1),
-    }
-}
-
-/// Adds a write to this thread's batch, extending the pending run when it
-/// continues it (no clock read, no encoding).
-#[inline]
-fn append_write(flush_ns: u64, force: bool, file: FileId, w: [u64; 6]) {
-    let Some(s) = acquire() else {
-        count_dropped(1);
-        return;
-    };
-    // The slot's owner tid is ours while we hold its index (claim stored
-    // it): one thread-local access fewer than `tid()`.
-    let tid = s.tid.load(Ordering::Relaxed);
-    // Borrows of the slot's cells are kept short: `close_run` and
-    // `flush_locked` take their own.
-    let continued = {
-        // SAFETY: we moved the slot to BUSY: its cells are ours until we release it.
-        let run = unsafe { &mut *s.run.get() };
-        let c = run.active
-            && run.file == file
-            && run.w[2..] == w[2..]
-            && run.w[0].wrapping_add(run.w[1]) == w[0]
-            && run.w[1] + w[1] <= MAX_RUN;
-        if c {
-            run.w[1] += w[1];
-            run.conts = run.conts.wrapping_add(1);
-        }
-        c.then_some(run.conts)
-    };
-    let now = match continued {
-        // A continuation costs no clock read; the batch age is checked every
-        // 64 of them.
-        Some(conts) if !force && conts % 64 != 0 => {
-            s.state.store(IDLE, Ordering::Release);
-            return;
-        }
-        Some(_) => crate::clock::now_ns(),
-        None => {
-            close_run(s);
-            // SAFETY: as above; close_run's borrows have ended.
-            let (len, first, run) =
-                unsafe { (*s.len.get(), &mut *s.first_ns.get(), &mut *s.run.get()) };
-            let now = if len == 0 {
-                let t = crate::clock::anchor_ns();
-                *first = t;
-                t
-            } else {
-                crate::clock::now_ns()
-            };
-            *run = Run {
-                active: true,
-                time: now,
-                tid,
-                conts: 0,
-                file,
-                w,
-            };
-            now
-        }
-    };
-    finish_append(s, now, flush_ns, force);
-}
-
-/// Flushes the slot when asked to or when its batch is old, then releases it.
-#[inline]
-fn finish_append(s: &Slot, now: u64, flush_ns: u64, force: bool) {
-    // SAFETY: the caller holds the slot (BUSY).
-    let first = unsafe { *s.first_ns.get() };
-    if force || now.saturating_sub(first) >= flush_ns {
-        flush_locked(s);
-        s.state.store(IDLE, Ordering::Release);
-        if !force {
-            sweep(Some(now.saturating_sub(flush_ns)));
-        }
-        return;
-    }
-    s.state.store(IDLE, Ordering::Release);
-}
-
-/// Takes this thread's slot (claiming one on first use); `None` when the
-/// pool is full or the slot is being flushed by another thread.
-#[inline]
-fn acquire() -> Option<&'static Slot> {
-    let mut idx = MY_SLOT.with(|c| c.get());
-    if idx == NO_SLOT {
-        idx = claim(tid());
-        MY_SLOT.with(|c| c.set(idx));
-    }
-    let s = POOL.get(idx as usize)?;
-    s.state
-        .compare_exchange(IDLE, BUSY, Ordering::Acquire, Ordering::Relaxed)
-        .ok()?;
-    Some(s)
-}
-
-/// Adds one event to this thread's batch (flushing it when full or old).
-/// `flush_ns`: the age after which the batch is flushed; `force`: flush now.
-///
-/// The event is encoded in place at the end of the batch, so nothing is
-/// copied or zeroed on the way.
-pub fn push(kind: &Kind<'_>, flush_ns: u64, force: bool) {
-    if let Kind::Process { exe, argv, .. } = kind {
-        let tid = tid();
-        if exe.is_empty() && argv.is_empty() {
-            // Fork child, exit (also from `_exit`, maybe in a signal
-            // handler): small, encoded in place, no allocation.
-            append_with(flush_ns, force, |buf, now| {
-                let mut e = Enc::new(buf);
-                e.message(3, |e| encode_event(e, now, tid, kind));
-                e.ok().then_some(e.pos)
-            });
-            return;
-        }
-        // Not a hot-path event (start): argv may be long.
-        let now = crate::clock::anchor_ns();
-        let mut heap = vec![0u8; BATCH];
-        let mut e = Enc::new(&mut heap);
-        encode_event(&mut e, now, tid, kind);
-        if !e.ok() {
-            count_dropped(1);
-            return;
-        }
-        let n = e.pos;
-        append_with(flush_ns, force, |buf, _| {
-            let mut e = Enc::new(buf);
-            e.message(3, |e| e.raw(&heap[..n]));
-            e.ok().then_some(e.pos)
-        });
-        return;
-    }
-    if let Kind::Write {
-        file,
-        offset,
-        len,
-        signature,
-        stream,
-        hint,
-        call,
-    } = *kind
-    {
-        let w = [
-            offset,
-            len,
-            signature,
-            stream as u64,
-            hint as u64,
-            call as u64,
-        ];
-        append_write(flush_ns, force, file, w);
-        return;
-    }
-    let tid = tid();
-    append_with(flush_ns, force, |buf, now| {
-        let mut e = Enc::new(buf);
-        e.message(3, |e| encode_event(e, now, tid, kind));
-        e.ok().then_some(e.pos)
-    });
-}
-
-/// Size of a varint field (0 when the value is 0: proto3 omits it).
+/// The 7-bit groups of `v < 2^56` spread over the bytes of a `u64`
+/// (byte i = bits 7i..7i+7), with no continuation bits yet.
 #[inline(always)]
-const fn field_len(v: u64) -> usize {
-    if v == 0 {
-        0
-    } else {
-        1 + varint_len(v)
-    }
+const fn spread7(v: u64) -> u64 {
+    let x = (v & 0x0fff_ffff) | ((v & 0x00ff_ffff_f000_0000) << 4);
+    let x = (x & 0x0000_3fff_0000_3fff) | ((x & 0x0fff_c000_0fff_c000) << 2);
+    (x & 0x007f_007f_007f_007f) | ((x & 0x3f80_3f80_3f80_3f80) << 1)
 }
 
-/// Writes bytes into a buffer whose capacity was checked up front.
-struct Put {
-    p: *mut u8,
-}
-
-impl Put {
-    #[inline(always)]
-    fn byte(&mut self, b: u8) {
-        // SAFETY: the caller checked the capacity for everything it writes.
+/// Writes `v` as a varint at `p` without branching on its length (up to 16
+/// bytes are stored; those past the varint are scratch); returns its end.
+///
+/// # Safety
+/// `p..p+16` must be writable.
+#[inline(always)]
+unsafe fn put_varint(p: *mut u8, v: u64) -> *mut u8 {
+    const CONT: u64 = 0x8080_8080_8080_8080;
+    if v < 1 << 56 {
+        let n = varint_len(v);
+        // Continuation bits on the first n − 1 bytes.
+        let cont = CONT & ((1u64 << (8 * (n - 1))) - 1);
+        // SAFETY: 8 bytes at p are writable (caller).
         unsafe {
-            self.p.write(b);
-            self.p = self.p.add(1);
+            (p as *mut u64).write_unaligned((spread7(v) | cont).to_le());
+            p.add(n)
         }
-    }
-
-    #[inline(always)]
-    fn varint(&mut self, mut v: u64) {
-        while v >= 0x80 {
-            self.byte(v as u8 | 0x80);
-            v >>= 7;
-        }
-        self.byte(v as u8);
-    }
-
-    #[inline(always)]
-    fn uint(&mut self, key: u8, v: u64) {
-        if v != 0 {
-            self.byte(key);
-            self.varint(v);
+    } else {
+        // 9 or 10 bytes: the low 56 bits, then the top 8 as a 1–2 byte varint.
+        let top = v >> 56;
+        // SAFETY: 16 bytes at p are writable (caller).
+        unsafe {
+            (p as *mut u64).write_unaligned((spread7(v & ((1 << 56) - 1)) | CONT).to_le());
+            let tail = (top & 0x7f) | ((top >= 0x80) as u64) << 7 | (top >> 7) << 8;
+            (p.add(8) as *mut u16).write_unaligned((tail as u16).to_le());
+            p.add(9 + (top >= 0x80) as usize)
         }
     }
 }
 
-/// The hot path's encoder: one `EventBatch.events` entry holding a
-/// `WriteEvent`. The `WriteEvent` body goes to a stack buffer first (its
-/// varints written as they come, no sizes computed per field), then the
-/// few enclosing lengths are known and the entry is written in one pass
-/// with a single capacity check. `w` = offset, len, signature, stream,
-/// hint, call. Produces exactly what [`encode_event`] produces (tested).
-#[inline]
+/// A varint field with a one-byte key, omitted when 0 (proto3): the bytes
+/// are written either way and the end only advanced when `v != 0`.
+///
+/// # Safety
+/// `p..p+17` must be writable.
+#[inline(always)]
+unsafe fn put_uint(p: *mut u8, key: u8, v: u64) -> *mut u8 {
+    // SAFETY: as the caller guarantees.
+    unsafe {
+        p.write(key);
+        let end = put_varint(p.add(1), v);
+        if v != 0 {
+            end
+        } else {
+            p
+        }
+    }
+}
+
+/// Three small varint fields (each omitted when 0) with one-byte keys
+/// `key`, `key + 8`, `key + 16`: two bytes each when all are below 128.
+///
+/// # Safety
+/// `p..p+40` must be writable.
+#[inline(always)]
+unsafe fn put_small3(p: *mut u8, key: u8, v: [u64; 3]) -> *mut u8 {
+    // SAFETY: as the caller guarantees.
+    unsafe {
+        if (v[0] | v[1] | v[2]) >= 0x80 {
+            let p = put_uint(p, key, v[0]);
+            let p = put_uint(p, key + 8, v[1]);
+            return put_uint(p, key + 16, v[2]);
+        }
+        let mut p = p;
+        for (i, &v) in v.iter().enumerate() {
+            (p as *mut u16)
+                .write_unaligned((u16::from(key + 8 * i as u8) | (v as u16) << 8).to_le());
+            p = p.add(2 * (v != 0) as usize);
+        }
+        p
+    }
+}
+
+/// Encodes a thread's `WriteEvent` entries (`EventBatch.events` entries
+/// holding a `WriteEvent`), branch-free on varint lengths: the parts that
+/// repeat from one write to the next (the thread id, the file) are encoded
+/// once and copied.
+///
+/// An entry is at most 1 + 1 + 11 + 6 + 1 + 1 + 71 = 92 bytes, so both
+/// enclosing lengths (`Event`, `WriteEvent`) are single bytes whose place is
+/// known before the body is written: the header goes first, the body right
+/// after it, and the two lengths are filled in at the end. Produces exactly
+/// what [`encode_event`] produces (tested).
+#[derive(Debug, Clone)]
+pub struct WriteEncoder {
+    /// `Event.tid` as encoded (key and varint; nothing for tid 0).
+    tid: u64,
+    tid_len: usize,
+    /// The file `file_bytes` encodes.
+    file: FileId,
+    /// `WriteEvent.file` as encoded (key, length, `FileId`; ≤ 24 bytes,
+    /// the rest scratch).
+    file_bytes: [u8; 48],
+    file_len: usize,
+}
+
+impl WriteEncoder {
+    /// An encoder for the writes of thread `tid`.
+    pub fn new(tid: u32) -> WriteEncoder {
+        let mut t = [0u8; 24];
+        // SAFETY: t has 24 writable bytes (a field stores ≤ 17).
+        let tid_len = unsafe { put_uint(t.as_mut_ptr(), 0x10, tid as u64).offset_from(t.as_ptr()) };
+        let mut e = WriteEncoder {
+            tid: u64::from_le_bytes(t[..8].try_into().expect("8 bytes")),
+            tid_len: tid_len as usize,
+            file: FileId::default(),
+            file_bytes: [0; 48],
+            file_len: 0,
+        };
+        e.set_file(FileId::default());
+        e
+    }
+
+    fn set_file(&mut self, f: FileId) {
+        let b = self.file_bytes.as_mut_ptr();
+        // SAFETY: 2 + 11 + 11 bytes of field plus ≤ 17 scratch fit in 48.
+        unsafe {
+            b.write(0x0a); // WriteEvent.file; length at b+1
+            let p = put_uint(b.add(2), 0x08, f.dev);
+            let p = put_uint(p, 0x10, f.ino);
+            let n = p.offset_from(b) as usize;
+            b.add(1).write(n as u8 - 2);
+            self.file_len = n;
+        }
+        self.file = f;
+    }
+
+    /// Writes one entry at `out`; returns its length.
+    ///
+    /// # Safety
+    /// `out..out+WRITE_ENTRY_ROOM` must be writable.
+    #[inline(always)]
+    pub unsafe fn entry_at(&mut self, out: *mut u8, now: u64, f: FileId, w: &[u64; 6]) -> usize {
+        if f != self.file {
+            self.set_file(f);
+        }
+        // SAFETY: every write below stays within the 92-byte entry plus the
+        // scratch bytes a field may store past its end (≤ 32, the file
+        // copy): < WRITE_ENTRY_ROOM.
+        unsafe {
+            out.write(0x1a); // EventBatch.events; length at out+1
+            let mut p = put_uint(out.add(2), 0x08, now); // Event.time_ns
+            (p as *mut u64).write_unaligned(self.tid.to_le()); // Event.tid
+            p = p.add(self.tid_len);
+            p.write(0x52); // Event.write (field 10, length-delimited); length at p+1
+            let wlen = p.add(1);
+            let body = p.add(2);
+            (body as *mut [u8; 32]).write_unaligned(
+                *(self.file_bytes.as_ptr() as *const [u8; 32]), // WriteEvent.file
+            );
+            p = body.add(self.file_len);
+            p = put_uint(p, 0x10, w[0]); // offset
+            p = put_uint(p, 0x18, w[1]); // len
+            p = put_uint(p, 0x20, w[2]); // signature
+            p = put_small3(p, 0x28, [w[3], w[4], w[5]]); // stream, hint, call
+            wlen.write(p.offset_from(body) as u8);
+            out.add(1).write(p.offset_from(out) as u8 - 2);
+            p.offset_from(out) as usize
+        }
+    }
+
+    /// One entry at the start of `buf`; `None` when it does not fit.
+    /// `w` = offset, len, signature, stream, hint, call.
+    #[inline]
+    pub fn entry(&mut self, buf: &mut [u8], now: u64, f: FileId, w: &[u64; 6]) -> Option<usize> {
+        if buf.len() >= WRITE_ENTRY_ROOM {
+            // SAFETY: buf has WRITE_ENTRY_ROOM writable bytes.
+            return Some(unsafe { self.entry_at(buf.as_mut_ptr(), now, f, w) });
+        }
+        let mut tmp = [0u8; WRITE_ENTRY_ROOM];
+        // SAFETY: tmp has WRITE_ENTRY_ROOM writable bytes.
+        let n = unsafe { self.entry_at(tmp.as_mut_ptr(), now, f, w) };
+        let dst = buf.get_mut(..n)?;
+        dst.copy_from_slice(&tmp[..n]);
+        Some(n)
+    }
+}
+
+/// One `WriteEvent` entry on its own (see [`WriteEncoder`], which a batch
+/// uses for all its writes).
 pub fn encode_write_entry(
     buf: &mut [u8],
     now: u64,
@@ -764,137 +555,7 @@ pub fn encode_write_entry(
     f: FileId,
     w: &[u64; 6],
 ) -> Option<usize> {
-    // Largest body: file 2 + 2 × 11, six fields × 11.
-    let mut body = [0u8; 96];
-    let start = body.as_mut_ptr();
-    let mut b = Put { p: start };
-    b.byte(0x0a); // WriteEvent.file
-    b.byte(0); // its length, set below (≤ 22: one byte)
-    b.uint(0x08, f.dev);
-    b.uint(0x10, f.ino);
-    // SAFETY: b.p only moved forward inside `body`.
-    let fsz = unsafe { b.p.offset_from(start) } as usize - 2;
-    for (i, &v) in w.iter().enumerate() {
-        b.uint((i as u8 + 2) << 3, v); // WriteEvent fields 2..=7, wire type 0 (varint)
-    }
-    // SAFETY: as above.
-    let wsz = unsafe { b.p.offset_from(start) } as usize;
-    body[1] = fsz as u8;
-    let esz = field_len(now) + field_len(tid as u64) + 1 + varint_len(wsz as u64) + wsz;
-    let total = 1 + varint_len(esz as u64) + esz;
-    if buf.len() < total {
-        return None;
-    }
-    let mut p = Put {
-        p: buf.as_mut_ptr(),
-    };
-    p.byte(0x1a); // EventBatch.events
-    p.varint(esz as u64);
-    p.uint(0x08, now); // Event.time_ns
-    p.uint(0x10, tid as u64); // Event.tid
-    p.byte(0x52); // Event.write (field 10, length-delimited)
-    p.varint(wsz as u64);
-    let at = total - wsz;
-    buf[at..total].copy_from_slice(&body[..wsz]);
-    Some(total)
-}
-
-/// Appends one `EventBatch.events` entry (tag and length included) that
-/// `enc(buf, now)` writes at the start of `buf`, returning its size (`None`:
-/// it did not fit).
-#[inline]
-fn append_with(flush_ns: u64, force: bool, enc: impl Fn(&mut [u8], u64) -> Option<usize>) {
-    let Some(s) = acquire() else {
-        count_dropped(1);
-        return;
-    };
-    close_run(s); // keep the thread's events in order
-    let mut now = 0;
-    for attempt in 0..2 {
-        // SAFETY: we moved the slot to BUSY: its cells are ours until we
-        // release it; these borrows end before flush_locked takes its own.
-        let (len, count, first, buf) = unsafe {
-            (
-                &mut *s.len.get(),
-                &mut *s.count.get(),
-                &mut *s.first_ns.get(),
-                &mut *s.buf.get(),
-            )
-        };
-        if *len == 0 {
-            now = crate::clock::anchor_ns();
-            *first = now;
-        } else if attempt == 0 {
-            now = crate::clock::now_ns();
-        }
-        let start = *len;
-        if let Some(n) = enc(&mut buf[start..], now) {
-            *len = start + n;
-            *count += 1;
-            break;
-        } else if start > 0 && attempt == 0 {
-            flush_locked(s); // full: flush, retry once in the empty batch
-        } else {
-            count_dropped(1);
-            break;
-        }
-    }
-    finish_append(s, now, flush_ns, force);
-}
-
-/// Flushes this thread's pending batch, if any.
-pub fn flush_mine() {
-    let idx = MY_SLOT.with(|c| c.get());
-    if let Some(s) = POOL.get(idx as usize) {
-        if s.state
-            .compare_exchange(IDLE, BUSY, Ordering::Acquire, Ordering::Relaxed)
-            .is_ok()
-        {
-            flush_locked(s);
-            s.state.store(IDLE, Ordering::Release);
-        }
-    }
-}
-
-/// Flushes every idle slot whose batch started before `older_than` (all idle
-/// slots when `None`), e.g. at exit or for threads that went quiet.
-pub fn sweep(older_than: Option<u64>) {
-    for s in POOL.iter() {
-        if s.state.load(Ordering::Relaxed) != IDLE {
-            continue;
-        }
-        if s.state
-            .compare_exchange(IDLE, SWEEP, Ordering::Acquire, Ordering::Relaxed)
-            .is_err()
-        {
-            continue;
-        }
-        // SAFETY: SWEEP gives us the slot's cells.
-        let (len, first, run) = unsafe { (*s.len.get(), *s.first_ns.get(), (*s.run.get()).active) };
-        if (len > 0 || run) && older_than.is_none_or(|t| first <= t) {
-            flush_locked(s);
-        }
-        s.state.store(IDLE, Ordering::Release);
-    }
-}
-
-/// In a fork child: forget the parent's batches and threads.
-pub fn after_fork_child() {
-    for s in POOL.iter() {
-        // SAFETY: the child is single-threaded right after fork; nobody else
-        // can own a slot's cells.
-        unsafe {
-            *s.len.get() = 0;
-            *s.count.get() = 0;
-            *s.run.get() = NO_RUN;
-        }
-        s.state.store(FREE, Ordering::Relaxed);
-        s.tid.store(0, Ordering::Relaxed);
-    }
-    MY_SLOT.with(|c| c.set(NO_SLOT));
-    MY_TID.with(|c| c.set(0));
-    crate::clock::reset_thread();
-    DROPPED.store(0, Ordering::Relaxed);
+    WriteEncoder::new(tid).entry(buf, now, f, w)
 }
 
 #[cfg(test)]
@@ -1029,10 +690,16 @@ mod tests {
                 },
                 [1 << 21, 1 << 28, 1 << 35, 127, 128, 1],
             ),
+            (
+                FileId {
+                    dev: (1 << 56) - 1,
+                    ino: 1 << 56,
+                },
+                [(1 << 63) + 1, 1 << 49, (1 << 62) | 3, 0, 7, 5],
+            ),
         ];
-        for (file, w) in cases {
-            let mut fast = [0u8; 256];
-            let n = encode_write_entry(&mut fast, 99, 7, file, &w).unwrap();
+        let stamps = [(99, 7), (0, 0), (u64::MAX, u32::MAX), (1 << 50, 123_456)];
+        for ((file, w), (now, tid)) in cases.into_iter().flat_map(|c| stamps.map(|s| (c, s))) {
             let mut slow = [0u8; 256];
             let mut e = Enc::new(&mut slow);
             let call = match w[5] {
@@ -1045,8 +712,8 @@ mod tests {
             e.message(3, |e| {
                 encode_event(
                     e,
-                    99,
-                    7,
+                    now,
+                    tid,
                     &Kind::Write {
                         file,
                         offset: w[0],
@@ -1058,11 +725,59 @@ mod tests {
                     },
                 )
             });
-            let mut fast2 = [0u8; 256];
-            let n2 = encode_write_entry(&mut fast2, 99, 7, file, &w2).unwrap();
-            assert_eq!(&fast2[..n2], e.bytes(), "{file:?} {w:?}");
-            assert!(n > 0);
-            assert!(encode_write_entry(&mut fast[..n2 - 1], 99, 7, file, &w2).is_none());
+            let want = e.bytes();
+            let mut fast = [0u8; 256];
+            let n = encode_write_entry(&mut fast, now, tid, file, &w2).unwrap();
+            assert_eq!(&fast[..n], want, "{file:?} {w:?} {now} {tid}");
+            // A buffer with less than WRITE_ENTRY_ROOM left: exact fit
+            // works, one byte less does not.
+            let mut exact = vec![0u8; n];
+            assert_eq!(encode_write_entry(&mut exact, now, tid, file, &w2), Some(n));
+            assert_eq!(exact, want);
+            assert!(encode_write_entry(&mut fast[..n - 1], now, tid, file, &w2).is_none());
+        }
+    }
+
+    #[test]
+    fn a_reused_write_encoder_tracks_files() {
+        let files = [
+            FileId { dev: 1, ino: 2 },
+            FileId { dev: 1, ino: 2 },
+            FileId {
+                dev: 2049,
+                ino: 1 << 33,
+            },
+            FileId::default(),
+            FileId { dev: 1, ino: 2 },
+        ];
+        let mut enc = WriteEncoder::new(4242);
+        for (i, f) in files.into_iter().enumerate() {
+            let w = [i as u64 * 4096, 4096, 0xfeed_0000 + i as u64, 0, 3, 1];
+            let mut got = [0u8; 256];
+            let n = enc.entry(&mut got, 1 << 44, f, &w).unwrap();
+            let mut want = [0u8; 256];
+            let m = encode_write_entry(&mut want, 1 << 44, 4242, f, &w).unwrap();
+            assert_eq!(&got[..n], &want[..m], "{f:?}");
+        }
+    }
+
+    #[test]
+    fn branch_free_varints_match_the_encoder() {
+        let mut values = vec![0u64, 1, 127, 128, u64::MAX, (1 << 56) - 1, 1 << 56];
+        for bits in 1..64 {
+            values.extend([(1u64 << bits) - 1, 1u64 << bits, (1u64 << bits) | 0x55]);
+        }
+        for v in values {
+            let mut want = [0u8; 10];
+            let mut e = Enc::new(&mut want);
+            e.varint(v);
+            let n = e.bytes().len();
+            let mut got = [0xeeu8; 32];
+            // SAFETY: 32 writable bytes.
+            let end = unsafe { put_varint(got.as_mut_ptr(), v) };
+            // SAFETY: end was derived from got's pointer.
+            let len = unsafe { end.offset_from(got.as_ptr()) } as usize;
+            assert_eq!(&got[..len], &want[..n], "{v:#x}");
         }
     }
 

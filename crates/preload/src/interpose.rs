@@ -186,7 +186,7 @@ unsafe extern "C" fn write_impl(
     if r > 0 {
         g.observe(|| {
             // SAFETY: the application's pointers, as it passed them to the real call.
-            unsafe { track::write(fd, None, r as u64, WriteCall::Write, rec) }
+            unsafe { track::write(g.thread(), fd, None, r as u64, WriteCall::Write, rec) }
         });
     }
     r
@@ -213,7 +213,16 @@ unsafe fn pwrite_common(
     if r > 0 {
         g.observe(|| {
             // SAFETY: the application's pointers, as it passed them to the real call.
-            unsafe { track::write(fd, Some(off as u64), r as u64, WriteCall::Pwrite, rec) }
+            unsafe {
+                track::write(
+                    g.thread(),
+                    fd,
+                    Some(off as u64),
+                    r as u64,
+                    WriteCall::Pwrite,
+                    rec,
+                )
+            }
         });
     }
     r
@@ -263,7 +272,7 @@ unsafe extern "C" fn writev_impl(
     if r > 0 {
         g.observe(|| {
             // SAFETY: the application's pointers, as it passed them to the real call.
-            unsafe { track::write(fd, None, r as u64, WriteCall::Writev, rec) }
+            unsafe { track::write(g.thread(), fd, None, r as u64, WriteCall::Writev, rec) }
         });
     }
     r
@@ -290,7 +299,16 @@ unsafe fn pwritev_common(
     if r > 0 {
         g.observe(|| {
             // SAFETY: the application's pointers, as it passed them to the real call.
-            unsafe { track::write(fd, Some(off as u64), r as u64, WriteCall::Pwritev, rec) }
+            unsafe {
+                track::write(
+                    g.thread(),
+                    fd,
+                    Some(off as u64),
+                    r as u64,
+                    WriteCall::Pwritev,
+                    rec,
+                )
+            }
         });
     }
     r
@@ -361,7 +379,7 @@ unsafe fn pwritev2_common(
         };
         g.observe(|| {
             // SAFETY: the application's pointers, as it passed them to the real call.
-            unsafe { track::write(fd, off, r as u64, call, rec) }
+            unsafe { track::write(g.thread(), fd, off, r as u64, call, rec) }
         });
     }
     r
@@ -419,7 +437,7 @@ unsafe fn fwrite_common(
     if r > 0 {
         g.observe(|| {
             // SAFETY: the application's pointers, as it passed them to the real call.
-            unsafe { track::stdio(f, (r as u64).saturating_mul(size as u64), rec) }
+            unsafe { track::stdio(g.thread(), f, (r as u64).saturating_mul(size as u64), rec) }
         });
     }
     r
@@ -464,7 +482,7 @@ unsafe fn fputs_common(real: &Real<FputsFn>, s: *const c_char, f: *mut FILE, rec
         g.observe(|| {
             // SAFETY: fputs succeeded, so `s` is a valid C string and `f` a
             // valid stream; `rec` is the trampoline's record.
-            unsafe { track::stdio(f, libc::strlen(s) as u64, rec) }
+            unsafe { track::stdio(g.thread(), f, libc::strlen(s) as u64, rec) }
         });
     }
     r
@@ -525,7 +543,7 @@ unsafe extern "C" fn puts_impl(
         g.observe(|| {
             // SAFETY: puts succeeded, so `s` is a valid C string (+1: the
             // newline); `rec` is the trampoline's record.
-            unsafe { track::stdio(stdout_file(), libc::strlen(s) as u64 + 1, rec) }
+            unsafe { track::stdio(g.thread(), stdout_file(), libc::strlen(s) as u64 + 1, rec) }
         });
     }
     r
@@ -556,7 +574,7 @@ pub unsafe extern "C" fn pcstream_vfprintf_impl(
     if r > 0 {
         g.observe(|| {
             // SAFETY: the application's pointers, as it passed them to the real call.
-            unsafe { track::stdio(f, r as u64, rec) }
+            unsafe { track::stdio(g.thread(), f, r as u64, rec) }
         });
     }
     r
@@ -594,7 +612,7 @@ unsafe extern "C" fn vprintf_impl(
     if r > 0 {
         g.observe(|| {
             // SAFETY: the application's pointers, as it passed them to the real call.
-            unsafe { track::stdio(stdout_file(), r as u64, rec) }
+            unsafe { track::stdio(g.thread(), stdout_file(), r as u64, rec) }
         });
     }
     r
@@ -625,7 +643,7 @@ pub unsafe extern "C" fn pcstream_vfprintf_chk_impl(
     if r > 0 {
         g.observe(|| {
             // SAFETY: the application's pointers, as it passed them to the real call.
-            unsafe { track::stdio(f, r as u64, rec) }
+            unsafe { track::stdio(g.thread(), f, r as u64, rec) }
         });
     }
     r
@@ -663,7 +681,7 @@ unsafe extern "C" fn vprintf_chk_impl(
     if r > 0 {
         g.observe(|| {
             // SAFETY: the application's pointers, as it passed them to the real call.
-            unsafe { track::stdio(stdout_file(), r as u64, rec) }
+            unsafe { track::stdio(g.thread(), stdout_file(), r as u64, rec) }
         });
     }
     r
@@ -695,7 +713,7 @@ unsafe extern "C" fn fclose_impl(
     let r = g.call(|| unsafe { real(f) });
     g.observe(|| {
         files::clear(fd);
-        crate::events::flush_mine();
+        crate::batch::flush_mine(g.thread());
     });
     r
 }
@@ -1501,7 +1519,7 @@ unsafe extern "C" fn close_impl(
     let r = g.call(|| unsafe { real(fd) });
     g.observe(|| {
         files::clear(fd);
-        crate::events::flush_mine();
+        crate::batch::flush_mine(g.thread());
     });
     r
 }
@@ -1703,7 +1721,7 @@ unsafe fn sync_common(real: &Real<SyncFn>, fd: c_int) -> c_int {
     };
     // SAFETY: as above.
     let r = g.call(|| unsafe { real(fd) });
-    g.observe(crate::events::flush_mine);
+    g.observe(|| crate::batch::flush_mine(g.thread()));
     r
 }
 

@@ -12,11 +12,13 @@
 //! [`track`] (what each call means). The hard problems each have a module:
 //! [`real`] (the libc functions behind ours), [`signature`] (frame-pointer
 //! walk and stack scan), [`modules`] (loaded objects and build-ids),
-//! [`clock`] (cheap event timestamps), [`hint`] (mapping and per-inode hint cache), [`files`] (per-descriptor
-//! knowledge), [`events`] (protobuf encoding and per-thread batches),
-//! [`record`] (trace file and daemon socket), [`state`] (life cycle,
-//! re-entrancy guard, fork), [`config`] (environment options).
+//! [`clock`] (cheap event timestamps), [`hint`] (mapping and per-inode hint
+//! cache), [`files`] (per-descriptor knowledge), [`events`] (protobuf
+//! encoding), [`batch`] (per-thread batches), [`record`] (trace file and
+//! daemon socket), [`state`] (life cycle, re-entrancy guard, fork), [`tls`]
+//! (per-thread state), [`config`] (environment options).
 
+pub mod batch;
 pub mod clock;
 pub mod config;
 pub mod events;
@@ -29,6 +31,7 @@ pub mod record;
 pub mod seen;
 pub mod signature;
 pub mod state;
+pub mod tls;
 pub mod track;
 
 use libc::{c_char, c_int};

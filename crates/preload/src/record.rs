@@ -249,7 +249,7 @@ pub fn emit_batch(events: &[u8], count: u32) {
             None => false,
         };
         if !ok {
-            events::count_dropped(count as u64);
+            crate::batch::count_dropped(count as u64);
         }
     }
 

@@ -21,8 +21,8 @@
 
 use crate::config::{Unwind, MAX_FRAMES};
 use crate::modules::Table;
+use crate::tls::Thread;
 use pcstream_placement::signature::{mix64, Signature, SignatureBuilder};
-use std::cell::Cell;
 use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -62,6 +62,9 @@ pub struct Frame {
 pub struct Captured {
     /// Hash of the frames.
     pub signature: Signature,
+    /// Its stream under the static mapping (0: unmapped), looked up once
+    /// per call path: cached with the signature.
+    pub stream: u32,
     /// Frames, innermost first; the first `n` are initialised (read them
     /// with [`Captured::frames`]). Left uninitialised otherwise: zeroing
     /// them would cost more than the cached capture itself.
@@ -83,6 +86,7 @@ impl Captured {
     pub const fn new() -> Self {
         Captured {
             signature: Signature(0),
+            stream: 0,
             frames: [MaybeUninit::uninit(); MAX_FRAMES],
             n: 0,
             method: Method::FramePointer,
@@ -112,11 +116,6 @@ impl Captured {
             unsafe { f.assume_init_ref() }
         })
     }
-}
-
-thread_local! {
-    /// Cached bounds `[lo, hi)` of the stack this thread last captured on.
-    static STACK: Cell<(usize, usize)> = const { Cell::new((0, 0)) };
 }
 
 /// Cheap, process-wide facts used to recognise stacks (set at init).
@@ -189,14 +188,16 @@ fn facts() -> Option<StackFacts> {
 /// same mapping). Otherwise (alternate signal stacks, coroutines, unusually
 /// large thread stacks) the mapping that contains `sp` is looked up once in
 /// `/proc/self/maps` with raw syscalls and a stack buffer, and cached for the
-/// thread. If even that fails, only the rest of the current page is readable.
-pub fn stack_bounds(sp: usize) -> (usize, usize) {
-    let (lo, hi) = STACK.with(|c| c.get());
+/// thread (in `t`). If even that fails, only the rest of the current page
+/// is readable.
+#[inline(always)]
+pub fn stack_bounds(t: &Thread, sp: usize) -> (usize, usize) {
+    let (lo, hi) = t.stack.get();
     if sp >= lo && sp < hi {
         return (lo, hi);
     }
     let b = compute_bounds(sp);
-    STACK.with(|c| c.set(b));
+    t.stack.set(b);
     b
 }
 
@@ -292,19 +293,26 @@ unsafe fn word(p: usize) -> usize {
 /// # Safety
 /// `record` must point to two readable words on the current thread's stack.
 #[inline]
-pub unsafe fn capture(table: &Table, record: *const usize, p: Params) -> Captured {
+pub unsafe fn capture(t: &Thread, table: &Table, record: *const usize, p: Params) -> Captured {
     let mut out = Captured::new();
     // SAFETY: forwarded caller contract.
-    unsafe { capture_into(table, record, p, &mut out) };
+    unsafe { capture_into(t, table, record, p, &mut out) };
     out
 }
 
 /// [`capture`] into a caller-provided [`Captured`] (no copy of the result).
+/// `t`: this thread's state (its cached stack bounds).
 ///
 /// # Safety
 /// As [`capture`].
 #[inline]
-pub unsafe fn capture_into(table: &Table, record: *const usize, p: Params, out: &mut Captured) {
+pub unsafe fn capture_into(
+    t: &Thread,
+    table: &Table,
+    record: *const usize,
+    p: Params,
+    out: &mut Captured,
+) {
     out.n = 0;
     out.method = Method::FramePointer;
     out.cached = false;
@@ -317,15 +325,16 @@ pub unsafe fn capture_into(table: &Table, record: *const usize, p: Params, out: 
     }
     if p.unwind != Unwind::Scan && k <= CACHED_FRAMES {
         // SAFETY: forwarded caller contract.
-        if let Some(raw) = unsafe { raw_chain(table, record, k) } {
-            if let Some((sig, n)) = cache_get(&raw, table.gen) {
+        if let Some(raw) = unsafe { raw_chain(t, table, record, k) } {
+            if let Some((sig, n, stream)) = cache_get(&raw, table.gen) {
                 out.signature = sig;
+                out.stream = stream;
                 out.n = n;
                 out.cached = true;
                 return;
             }
             // SAFETY: forwarded caller contract.
-            unsafe { walk(table, record, p, out) };
+            unsafe { walk(t, table, record, p, out) };
             finish(out);
             if out.method == Method::FramePointer && !out.skipped && out.n == raw.n {
                 cache_put(&raw, out, table.gen);
@@ -334,7 +343,7 @@ pub unsafe fn capture_into(table: &Table, record: *const usize, p: Params, out: 
         }
     }
     // SAFETY: forwarded caller contract.
-    unsafe { walk(table, record, p, out) };
+    unsafe { walk(t, table, record, p, out) };
     finish(out);
 }
 
@@ -360,8 +369,9 @@ struct Raw {
     hash: u64,
 }
 
-/// 96 bytes in a 128-byte-aligned pair of cache lines (what the adjacent-line
-/// prefetcher fetches together): a lookup after a syscall pays one miss.
+/// 104 bytes in a 128-byte-aligned pair of cache lines (what the
+/// adjacent-line prefetcher fetches together): a lookup after a syscall
+/// pays one miss.
 #[repr(align(128))]
 struct Entry {
     seq: AtomicU64,
@@ -369,6 +379,8 @@ struct Entry {
     signature: AtomicU64,
     /// n | gen << 8.
     meta: AtomicU64,
+    /// The signature's stream under the static mapping.
+    stream: AtomicU64,
     addrs: [AtomicU64; CACHED_FRAMES],
 }
 
@@ -381,6 +393,7 @@ const EMPTY_ENTRY: Entry = {
         hash: Z,
         signature: Z,
         meta: Z,
+        stream: Z,
         addrs: [Z; CACHED_FRAMES],
     }
 };
@@ -394,9 +407,9 @@ static CACHE: [Entry; CACHE_ENTRIES] = [EMPTY_ENTRY; CACHE_ENTRIES];
 /// # Safety
 /// As [`capture`].
 #[inline(always)]
-unsafe fn raw_chain(table: &Table, record: *const usize, k: usize) -> Option<Raw> {
+unsafe fn raw_chain(t: &Thread, table: &Table, record: *const usize, k: usize) -> Option<Raw> {
     let rec = record as usize;
-    let (_, hi) = stack_bounds(rec);
+    let (_, hi) = stack_bounds(t, rec);
     if rec & 7 != 0 || rec + 16 > hi {
         return None;
     }
@@ -451,7 +464,7 @@ unsafe fn raw_chain(table: &Table, record: *const usize, k: usize) -> Option<Raw
 }
 
 #[inline(always)]
-fn cache_get(raw: &Raw, gen: u64) -> Option<(Signature, usize)> {
+fn cache_get(raw: &Raw, gen: u64) -> Option<(Signature, usize, u32)> {
     let e = &CACHE[(raw.hash as usize >> 1) % CACHE_ENTRIES];
     let s1 = e.seq.load(Ordering::Acquire);
     if s1 & 1 == 1 || e.hash.load(Ordering::Relaxed) != raw.hash {
@@ -459,6 +472,7 @@ fn cache_get(raw: &Raw, gen: u64) -> Option<(Signature, usize)> {
     }
     let meta = e.meta.load(Ordering::Relaxed);
     let sig = e.signature.load(Ordering::Relaxed);
+    let stream = e.stream.load(Ordering::Relaxed) as u32;
     let n = (meta & 0xff) as usize;
     if n != raw.n || meta >> 8 != gen {
         return None;
@@ -472,7 +486,7 @@ fn cache_get(raw: &Raw, gen: u64) -> Option<(Signature, usize)> {
     if e.seq.load(Ordering::Relaxed) != s1 {
         return None;
     }
-    Some((Signature(sig), n))
+    Some((Signature(sig), n, stream))
 }
 
 fn cache_put(raw: &Raw, out: &Captured, gen: u64) {
@@ -489,6 +503,7 @@ fn cache_put(raw: &Raw, out: &Captured, gen: u64) {
     e.hash.store(raw.hash, Ordering::Relaxed);
     e.signature.store(out.signature.0, Ordering::Relaxed);
     e.meta.store(raw.n as u64 | gen << 8, Ordering::Relaxed);
+    e.stream.store(out.stream as u64, Ordering::Relaxed);
     for i in 0..raw.n {
         e.addrs[i].store(raw.addrs[i] as u64, Ordering::Relaxed);
     }
@@ -506,10 +521,10 @@ pub fn clear_cache() {
 /// # Safety
 /// As [`capture`].
 #[inline(always)]
-unsafe fn walk(table: &Table, record: *const usize, p: Params, out: &mut Captured) {
+unsafe fn walk(t: &Thread, table: &Table, record: *const usize, p: Params, out: &mut Captured) {
     let k = p.frames.clamp(1, MAX_FRAMES);
     let rec = record as usize;
-    let (_, hi) = stack_bounds(rec);
+    let (_, hi) = stack_bounds(t, rec);
     if rec & 7 != 0 || rec + 16 > hi {
         return;
     }
@@ -631,6 +646,8 @@ fn finish(out: &mut Captured) {
         b.push(f.key, f.offset);
     }
     out.signature = b.finish();
+    // The mapping is installed once, before any capture: safe to cache.
+    out.stream = crate::hint::stream_for(out.signature.0);
 }
 
 #[cfg(test)]
@@ -645,7 +662,7 @@ mod tests {
         // inside a non-own module is needed for a frame, so use libc's).
         let rec = [0usize, libc::getpid as *const () as usize + 1];
         // SAFETY: `rec` lives on this stack.
-        unsafe { capture(modules::table().unwrap(), rec.as_ptr(), p) }
+        crate::tls::with(|t| unsafe { capture(t, modules::table().unwrap(), rec.as_ptr(), p) })
     }
 
     #[test]
@@ -672,7 +689,7 @@ mod tests {
         init_stack_facts();
         let x = 0u64;
         let sp = &x as *const u64 as usize;
-        let (lo, hi) = stack_bounds(sp);
+        let (lo, hi) = crate::tls::with(|t| stack_bounds(t, sp));
         assert!(lo <= sp && sp < hi, "{lo:x} {sp:x} {hi:x}");
         let from_maps = maps_lookup(sp).expect("stack is in /proc/self/maps");
         assert!(from_maps.0 <= sp && sp < from_maps.1);

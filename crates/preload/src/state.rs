@@ -6,11 +6,12 @@
 //! work only in `ACTIVE` and when this thread is not already inside the shim
 //! (a signal handler interrupting the shim, or the shim's own libc calls).
 
+use crate::batch;
 use crate::config::Config;
-use crate::events::{self, Kind, ProcessKind};
+use crate::events::{Kind, ProcessKind};
 use crate::seen::SeenSet;
+use crate::tls::{self, Thread};
 use crate::{files, hint, modules, real, record, signature};
-use std::cell::Cell;
 use std::ffi::CStr;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::OnceLock;
@@ -32,15 +33,11 @@ pub static SEEN_SIGS: SeenSet<8192> = SeenSet::new();
 /// Inodes already named in this process (`OpenEvent` sent).
 pub static SEEN_FILES: SeenSet<8192> = SeenSet::new();
 
-thread_local! {
-    static IN_SHIM: Cell<bool> = const { Cell::new(false) };
-}
-
 /// Proof that this thread is inside the shim with the shim active. Holds a
-/// pointer to the thread's guard flag, so the guard costs one thread-local
-/// lookup per call.
+/// pointer to the thread's state (its guard flag, stack bounds and batch
+/// slot), so an intercepted call costs one thread-local lookup.
 #[derive(Debug)]
-pub struct Guard(*const Cell<bool>);
+pub struct Guard(*const Thread);
 
 impl Guard {
     /// Enters the shim, or `None` when the call must pass straight through.
@@ -49,22 +46,28 @@ impl Guard {
         if STATE.load(Ordering::Acquire) != ACTIVE {
             return None;
         }
-        IN_SHIM.with(|c| {
-            if c.get() {
+        tls::with(|t| {
+            if t.in_shim.get() {
                 None
             } else {
-                c.set(true);
-                Some(Guard(c as *const Cell<bool>))
+                t.in_shim.set(true);
+                Some(Guard(t as *const Thread))
             }
         })
     }
 
+    /// This thread's state.
     #[inline(always)]
-    fn flag(&self) -> &Cell<bool> {
-        // SAFETY: the flag is this thread's thread-local; the guard lives on
+    pub fn thread(&self) -> &Thread {
+        // SAFETY: the state is this thread's thread-local; the guard lives on
         // this thread's stack within one call, so the thread (and its
-        // thread-locals) outlive it. Cell<bool> has no destructor.
+        // thread-locals) outlive it. Thread has no destructor.
         unsafe { &*self.0 }
+    }
+
+    #[inline(always)]
+    fn flag(&self) -> &std::cell::Cell<bool> {
+        &self.thread().in_shim
     }
 
     /// Like [`Guard::enter`] for calls that would produce a write event: a
@@ -74,7 +77,7 @@ impl Guard {
     pub fn enter_write() -> Option<Guard> {
         let g = Guard::enter();
         if g.is_none() && STATE.load(Ordering::Relaxed) == ACTIVE && events_on() {
-            events::count_dropped(1);
+            batch::count_dropped(1);
         }
         g
     }
@@ -143,8 +146,20 @@ pub fn events_on() -> bool {
 /// Pushes an event to this thread's batch.
 pub fn emit(kind: &Kind<'_>) {
     if events_on() {
-        events::push(kind, cfg().flush_ns, FINISHED.load(Ordering::Relaxed));
+        tls::with(|t| emit_on(t, kind));
     }
+}
+
+/// [`emit`] with this thread's state at hand (events known to be on).
+#[inline]
+pub fn emit_on(t: &Thread, kind: &Kind<'_>) {
+    batch::push(t, kind, cfg().flush_ns, FINISHED.load(Ordering::Relaxed));
+}
+
+/// Pushes a write to this thread's batch (events known to be on).
+#[inline(always)]
+pub fn emit_write(t: &Thread, w: batch::RawWrite) {
+    batch::push_write(t, w, cfg().flush_ns, FINISHED.load(Ordering::Relaxed));
 }
 
 fn debug(msg: std::fmt::Arguments<'_>) {
@@ -186,7 +201,7 @@ fn open_trace_file(start_mono_ns: u64) {
 /// # Safety
 /// `argv` must be null or a null-terminated array of C strings.
 pub unsafe fn init(argc: i32, argv: *const *const libc::c_char) {
-    IN_SHIM.with(|c| c.set(true));
+    tls::with(|t| t.in_shim.set(true));
     real::resolve_all();
     let (c, bad) = Config::from_env();
     for b in &bad {
@@ -194,7 +209,7 @@ pub unsafe fn init(argc: i32, argv: *const *const libc::c_char) {
     }
     if c.disabled {
         STATE.store(PASSTHROUGH, Ordering::Release);
-        IN_SHIM.with(|c| c.set(false));
+        tls::with(|t| t.in_shim.set(false));
         return;
     }
     // Relative paths would move with the application's chdir (fork children
@@ -244,11 +259,11 @@ pub unsafe fn init(argc: i32, argv: *const *const libc::c_char) {
     if record::open_socket(&c.socket) {
         debug(format_args!("sending events to {}", c.socket.display()));
     }
-    open_trace_file(events::now_ns());
+    open_trace_file(crate::clock::precise_ns());
     EVENTS.store(record::active(), Ordering::Relaxed);
     if !record::active() && !hint::have_map() {
         STATE.store(PASSTHROUGH, Ordering::Release);
-        IN_SHIM.with(|c| c.set(false));
+        tls::with(|t| t.in_shim.set(false));
         return;
     }
     // SAFETY: registering plain extern "C" handlers.
@@ -263,7 +278,7 @@ pub unsafe fn init(argc: i32, argv: *const *const libc::c_char) {
         argv: ARGV.get().map(|v| v.as_slice()).unwrap_or(&[]),
         dropped: 0,
     });
-    IN_SHIM.with(|c| c.set(false));
+    tls::with(|t| t.in_shim.set(false));
 }
 
 extern "C" fn after_fork_parent() {
@@ -272,16 +287,18 @@ extern "C" fn after_fork_parent() {
 
 extern "C" fn after_fork_child() {
     observe(|| {
-        IN_SHIM.with(|c| c.set(true));
+        tls::with(|t| {
+            t.in_shim.set(true);
+            batch::after_fork_child(t);
+        });
         files::bump_fork_generation();
-        events::after_fork_child();
         SEEN_SIGS.clear();
         signature::clear_cache();
         SEEN_FILES.clear();
         modules::reset_sent();
         // SAFETY: getpid has no preconditions.
         record::set_pid(unsafe { libc::getpid() } as u32);
-        open_trace_file(events::now_ns());
+        open_trace_file(crate::clock::precise_ns());
         emit(&Kind::Process {
             kind: ProcessKind::ForkChild,
             // SAFETY: getppid has no preconditions.
@@ -290,14 +307,14 @@ extern "C" fn after_fork_child() {
             argv: &[],
             dropped: 0,
         });
-        IN_SHIM.with(|c| c.set(false));
+        tls::with(|t| t.in_shim.set(false));
     });
 }
 
 /// Flushes everything pending (before `exec`, at exit).
 pub fn flush_all() {
-    events::flush_mine();
-    events::sweep(None);
+    tls::with(batch::flush_mine);
+    batch::sweep(None);
 }
 
 /// Every batch flushed, then the EXIT event (once per process).
@@ -316,7 +333,7 @@ fn finish() {
         ppid: 0,
         exe: &[],
         argv: &[],
-        dropped: events::dropped(),
+        dropped: batch::dropped(),
     });
 }
 
@@ -325,9 +342,9 @@ pub fn fini() {
     if STATE.load(Ordering::Acquire) != ACTIVE {
         return;
     }
-    let was = IN_SHIM.with(|c| c.replace(true));
+    let was = tls::with(|t| t.in_shim.replace(true));
     observe(finish);
-    IN_SHIM.with(|c| c.set(was));
+    tls::with(|t| t.in_shim.set(was));
 }
 
 /// Before the real `_exit`/`_Exit` (which skip the library destructor):

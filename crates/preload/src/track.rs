@@ -7,9 +7,11 @@
 //! `InvalidateEvent`s; the application's own `F_SET_RW_HINT` becomes an
 //! `AppHintEvent` (and is repaired when malformed).
 
+use crate::batch::RawWrite;
 use crate::events::{FileId, InvalidateKind, Kind, WriteCall};
 use crate::signature::{self, Captured, Params};
 use crate::state::{self, events_on, SEEN_FILES, SEEN_SIGS};
+use crate::tls::Thread;
 use crate::{files, hint, modules, real};
 use libc::{c_char, c_int, FILE};
 use pcstream_placement::hint::RwHint;
@@ -30,11 +32,11 @@ fn params() -> Params {
 ///
 /// # Safety
 /// As [`write`].
-unsafe fn context(rec: *const usize) -> Option<Captured> {
+unsafe fn context(t: &Thread, rec: *const usize) -> Option<Captured> {
     let table = modules::table()?;
     let mut cap = Captured::new();
     // SAFETY: `rec` is the trampoline's frame record on this thread's stack.
-    unsafe { signature::capture_into(table, rec, params(), &mut cap) };
+    unsafe { signature::capture_into(t, table, rec, params(), &mut cap) };
     // A cached signature was described by the capture that cached it.
     if events_on() && !cap.cached && SEEN_SIGS.insert(cap.signature.0) {
         let mut frames = [(0u64, 0u64); crate::config::MAX_FRAMES];
@@ -121,7 +123,14 @@ fn name_file(fd: c_int, info: files::FdInfo) {
 ///
 /// # Safety
 /// `rec` is the entry trampoline's frame record on this thread's stack.
-pub unsafe fn write(fd: c_int, off: Option<u64>, n: u64, call: WriteCall, rec: *const usize) {
+pub unsafe fn write(
+    t: &Thread,
+    fd: c_int,
+    off: Option<u64>,
+    n: u64,
+    call: WriteCall,
+    rec: *const usize,
+) {
     let Some(info) = files::info(fd) else { return };
     if !info.regular {
         return;
@@ -141,7 +150,7 @@ pub unsafe fn write(fd: c_int, off: Option<u64>, n: u64, call: WriteCall, rec: *
         }
     };
     // SAFETY: forwarded caller contract.
-    unsafe { finish_write(fd, info, offset, n, call, rec) };
+    unsafe { finish_write(t, fd, info, offset, n, call, rec) };
 }
 
 fn is_append(fd: c_int, info: files::FdInfo) -> bool {
@@ -160,6 +169,7 @@ fn is_append(fd: c_int, info: files::FdInfo) -> bool {
 /// # Safety
 /// As [`write`].
 unsafe fn finish_write(
+    t: &Thread,
     fd: c_int,
     info: files::FdInfo,
     offset: u64,
@@ -169,10 +179,10 @@ unsafe fn finish_write(
 ) {
     let id = info.id;
     // SAFETY: forwarded caller contract.
-    let Some(cap) = (unsafe { context(rec) }) else {
+    let Some(cap) = (unsafe { context(t, rec) }) else {
         return;
     };
-    let stream = hint::stream_for(cap.signature.0);
+    let stream = cap.stream;
     let hint_now = if stream != 0 {
         hint::apply(fd, id, RwHint::for_stream(stream))
     } else {
@@ -183,15 +193,18 @@ unsafe fn finish_write(
             name_file(fd, info);
             files::mark_named(fd);
         }
-        state::emit(&Kind::Write {
-            file: id,
-            offset,
-            len: n,
-            signature: cap.signature.0,
-            stream,
-            hint: hint_now as u32,
-            call,
-        });
+        state::emit_write(
+            t,
+            RawWrite::new(
+                id,
+                offset,
+                n,
+                cap.signature.0,
+                stream,
+                hint_now as u32,
+                call as u32,
+            ),
+        );
     }
 }
 
@@ -199,7 +212,7 @@ unsafe fn finish_write(
 ///
 /// # Safety
 /// `f` was just used successfully by a real stdio call; `rec` as for [`write`].
-pub unsafe fn stdio(f: *mut FILE, n: u64, rec: *const usize) {
+pub unsafe fn stdio(t: &Thread, f: *mut FILE, n: u64, rec: *const usize) {
     if f.is_null() || n == 0 {
         return;
     }
@@ -216,7 +229,7 @@ pub unsafe fn stdio(f: *mut FILE, n: u64, rec: *const usize) {
     let pos = unsafe { ftello(f) };
     let offset = (pos as u64).saturating_sub(n);
     // SAFETY: forwarded caller contract.
-    unsafe { finish_write(fd, info, offset, n, WriteCall::Fwrite, rec) };
+    unsafe { finish_write(t, fd, info, offset, n, WriteCall::Fwrite, rec) };
 }
 
 /// Identity, type, link count and size of a path (before a destructive call).

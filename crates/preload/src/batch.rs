@@ -1,0 +1,593 @@
+//! Per-thread event batches, and how an event gets into one.
+//!
+//! Batches live in a static pool of [`SLOTS`] slots instead of thread-locals
+//! with destructors (registering a TLS destructor allocates). A thread claims
+//! a slot on its first event and keeps its index in its [`Thread`] state;
+//! slot states make the hot path lock-free and let another thread flush an
+//! idle slot (at exit, or when its owner died).
+//!
+//! A write is not encoded when it happens: it is appended to the slot as a
+//! fixed-size [`RawWrite`] (a timestamp and the event's fields), and the
+//! records are encoded into the slot's protobuf buffer in one pass when the
+//! batch is flushed, when [`RAWS`] of them are pending, or before any other
+//! event of the thread is added (so the thread's events stay in order).
+//! Consecutive writes that continue each other extend the last record (see
+//! [`MAX_RUN`]). The bytes produced are exactly those of encoding each event
+//! as it came.
+
+use crate::clock::Anchor;
+use crate::events::{encode_event, Enc, FileId, Kind, WriteEncoder};
+use crate::record;
+use crate::tls::{Thread, NO_SLOT};
+use std::cell::UnsafeCell;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+
+/// Batch slots (threads with pending events at once).
+pub const SLOTS: usize = 256;
+/// Bytes of encoded events per batch.
+pub const BATCH: usize = 16 * 1024;
+/// Raw write records a slot holds before encoding them.
+pub const RAWS: usize = 128;
+/// Longest coalesced write run (the daemon's live-data chunk size).
+pub const MAX_RUN: u64 = 1 << 20;
+
+const FREE: u32 = 0;
+const IDLE: u32 = 1;
+const BUSY: u32 = 2;
+const SWEEP: u32 = 3;
+
+const POOL_FULL: u32 = u32::MAX - 1;
+
+/// A `WriteEvent` waiting to be encoded: one cache line.
+///
+/// Consecutive writes of one thread that continue each other (same file,
+/// signature, stream, hint and call; each starting where the previous one
+/// ended) are one record, so one `WriteEvent` (time = the first write's), up
+/// to [`MAX_RUN`] bytes or until anything else happens on the thread: a
+/// sequential writer costs one event per run instead of one per call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(C, align(64))]
+pub struct RawWrite {
+    /// `Event.time_ns`.
+    pub time: u64,
+    /// `WriteEvent.file`.
+    pub file: FileId,
+    /// `WriteEvent.offset`.
+    pub offset: u64,
+    /// `WriteEvent.len`.
+    pub len: u64,
+    /// `WriteEvent.signature`.
+    pub signature: u64,
+    /// `WriteEvent.stream`.
+    pub stream: u32,
+    /// `WriteEvent.hint`.
+    pub hint: u32,
+    /// `WriteEvent.call`.
+    pub call: u32,
+    /// Writes merged into this record (its batch age is checked every 64).
+    conts: u32,
+}
+
+impl RawWrite {
+    /// A record of one write (its time is set when it is added).
+    pub fn new(
+        file: FileId,
+        offset: u64,
+        len: u64,
+        signature: u64,
+        stream: u32,
+        hint: u32,
+        call: u32,
+    ) -> RawWrite {
+        RawWrite {
+            time: 0,
+            file,
+            offset,
+            len,
+            signature,
+            stream,
+            hint,
+            call,
+            conts: 0,
+        }
+    }
+
+    #[inline(always)]
+    fn continued_by(&self, w: &RawWrite) -> bool {
+        self.file == w.file
+            && self.offset.wrapping_add(self.len) == w.offset
+            && self.signature == w.signature
+            && (self.stream, self.hint, self.call) == (w.stream, w.hint, w.call)
+            && self.len + w.len <= MAX_RUN
+    }
+
+    fn fields(&self) -> [u64; 6] {
+        [
+            self.offset,
+            self.len,
+            self.signature,
+            self.stream as u64,
+            self.hint as u64,
+            self.call as u64,
+        ]
+    }
+}
+
+const NO_RAW: RawWrite = RawWrite {
+    time: 0,
+    file: FileId { dev: 0, ino: 0 },
+    offset: 0,
+    len: 0,
+    signature: 0,
+    stream: 0,
+    hint: 0,
+    call: 0,
+    conts: 0,
+};
+
+/// A slot's bookkeeping (one cache line with the slot's state and tid).
+#[derive(Debug, Clone, Copy)]
+struct Head {
+    /// Encoded bytes in `buf`.
+    len: usize,
+    /// Encoded events in `buf`.
+    count: u32,
+    /// Pending raw records.
+    nraw: u32,
+    /// Time base of the batch (read when it started).
+    anchor: Anchor,
+    /// How long the batch may stay pending, in the anchor's units.
+    span: u64,
+}
+
+const EMPTY_HEAD: Head = Head {
+    len: 0,
+    count: 0,
+    nraw: 0,
+    anchor: Anchor {
+        tsc: 0,
+        ns: 0,
+        rate: 0,
+    },
+    span: 0,
+};
+
+/// The header (state, tid, [`Head`]) in the first cache line.
+#[repr(C, align(64))]
+struct Slot {
+    state: AtomicU32,
+    tid: AtomicU32,
+    // The fields below belong to whoever moved `state` to BUSY or SWEEP.
+    head: UnsafeCell<Head>,
+    raws: UnsafeCell<[RawWrite; RAWS]>,
+    buf: UnsafeCell<[u8; BATCH]>,
+}
+
+// SAFETY: the UnsafeCell fields are only touched by the thread that won the
+// state transition to BUSY/SWEEP (exclusive ownership by protocol).
+unsafe impl Sync for Slot {}
+
+#[allow(clippy::declare_interior_mutable_const)]
+const EMPTY: Slot = Slot {
+    state: AtomicU32::new(FREE),
+    tid: AtomicU32::new(0),
+    head: UnsafeCell::new(EMPTY_HEAD),
+    raws: UnsafeCell::new([NO_RAW; RAWS]),
+    buf: UnsafeCell::new([0; BATCH]),
+};
+
+static POOL: [Slot; SLOTS] = [EMPTY; SLOTS];
+static DROPPED: AtomicU64 = AtomicU64::new(0);
+
+/// A slot held by this thread (state BUSY or SWEEP): its cells are ours
+/// until [`Held::release`] (or drop).
+struct Held {
+    slot: &'static Slot,
+}
+
+impl Held {
+    /// The slot's cells (one borrow at a time: `&mut self`).
+    #[inline(always)]
+    fn parts(&mut self) -> (&mut Head, &mut [RawWrite; RAWS], &mut [u8; BATCH]) {
+        // SAFETY: held (BUSY/SWEEP): the cells are exclusively ours, and
+        // `&mut self` keeps these borrows the only ones.
+        unsafe {
+            (
+                &mut *self.slot.head.get(),
+                &mut *self.slot.raws.get(),
+                &mut *self.slot.buf.get(),
+            )
+        }
+    }
+}
+
+impl Drop for Held {
+    #[inline(always)]
+    fn drop(&mut self) {
+        self.slot.state.store(IDLE, Ordering::Release);
+    }
+}
+
+/// Events dropped so far (no slot, busy slot, failed send).
+pub fn dropped() -> u64 {
+    DROPPED.load(Ordering::Relaxed)
+}
+
+/// Counts `n` dropped events.
+pub fn count_dropped(n: u64) {
+    DROPPED.fetch_add(n, Ordering::Relaxed);
+}
+
+fn thread_alive(tid: u32) -> bool {
+    // SAFETY: signal 0 only checks existence; getpid has no preconditions.
+    let r = unsafe { libc::syscall(libc::SYS_tgkill, libc::getpid(), tid as i64, 0) };
+    !(r == -1 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH))
+}
+
+fn claim(tid: u32) -> u32 {
+    for (i, s) in POOL.iter().enumerate() {
+        if s.state
+            .compare_exchange(FREE, IDLE, Ordering::Acquire, Ordering::Relaxed)
+            .is_ok()
+        {
+            s.tid.store(tid, Ordering::Relaxed);
+            return i as u32;
+        }
+    }
+    // Reclaim the slot of a thread that exited.
+    for (i, s) in POOL.iter().enumerate() {
+        let owner = s.tid.load(Ordering::Relaxed);
+        if owner != tid
+            && s.state.load(Ordering::Relaxed) == IDLE
+            && !thread_alive(owner)
+            && s.state
+                .compare_exchange(IDLE, SWEEP, Ordering::Acquire, Ordering::Relaxed)
+                .is_ok()
+        {
+            let mut h = Held { slot: s };
+            flush(&mut h);
+            s.tid.store(tid, Ordering::Relaxed);
+            return i as u32;
+        }
+    }
+    POOL_FULL
+}
+
+/// Takes this thread's slot (claiming one on first use); `None` when the
+/// pool is full or the slot is being flushed by another thread.
+#[inline(always)]
+fn acquire(t: &Thread) -> Option<Held> {
+    let mut idx = t.slot.get();
+    if idx == NO_SLOT {
+        idx = claim(t.tid());
+        t.slot.set(idx);
+    }
+    let slot = POOL.get(idx as usize)?;
+    slot.state
+        .compare_exchange(IDLE, BUSY, Ordering::Acquire, Ordering::Relaxed)
+        .ok()?;
+    Some(Held { slot })
+}
+
+/// Tries to take any slot (idle) for a flush by another thread.
+fn acquire_idle(slot: &'static Slot) -> Option<Held> {
+    if slot.state.load(Ordering::Relaxed) != IDLE {
+        return None;
+    }
+    slot.state
+        .compare_exchange(IDLE, SWEEP, Ordering::Acquire, Ordering::Relaxed)
+        .ok()?;
+    Some(Held { slot })
+}
+
+/// Encodes the pending raw records at the end of the buffer, emitting the
+/// buffer whenever it fills up.
+fn drain(h: &mut Held) {
+    let tid = h.slot.tid.load(Ordering::Relaxed);
+    let (head, raws, buf) = h.parts();
+    let nraw = head.nraw as usize;
+    if nraw == 0 {
+        return;
+    }
+    head.nraw = 0;
+    let mut enc = WriteEncoder::new(tid);
+    for r in &raws[..nraw] {
+        let w = r.fields();
+        if let Some(n) = enc.entry(&mut buf[head.len..], r.time, r.file, &w) {
+            head.len += n;
+            head.count += 1;
+            continue;
+        }
+        emit(head, buf);
+        match enc.entry(&mut buf[..], r.time, r.file, &w) {
+            Some(n) => {
+                head.len = n;
+                head.count = 1;
+            }
+            None => count_dropped(1),
+        }
+    }
+}
+
+/// Sends/records the encoded part of the batch and empties it.
+fn emit(head: &mut Head, buf: &[u8; BATCH]) {
+    if head.len > 0 {
+        record::emit_batch(&buf[..head.len], head.count);
+    }
+    head.len = 0;
+    head.count = 0;
+}
+
+/// Encodes, sends/records everything pending and empties the slot.
+fn flush(h: &mut Held) {
+    drain(h);
+    let (head, _, buf) = h.parts();
+    emit(head, buf);
+}
+
+/// The batch is empty: starts it (reads the clock precisely); its time.
+#[inline]
+fn start(head: &mut Head, flush_ns: u64) -> u64 {
+    head.anchor = Anchor::read();
+    head.span = head.anchor.span(flush_ns);
+    head.anchor.ns
+}
+
+/// The time of a new event, and whether the batch is old (its time read
+/// precisely then). Starts the batch when empty.
+#[inline(always)]
+fn event_time(head: &mut Head, flush_ns: u64) -> (u64, bool) {
+    if head.len == 0 && head.nraw == 0 {
+        return (start(head, flush_ns), false);
+    }
+    head.anchor.now(head.span)
+}
+
+/// After adding an event: flushes when asked to or when the batch is old
+/// (then also other threads' idle old batches).
+#[inline(always)]
+fn finish(mut h: Held, now: u64, old: bool, flush_ns: u64, force: bool) {
+    if force || old {
+        flush(&mut h);
+        drop(h);
+        if !force {
+            sweep(Some(now.saturating_sub(flush_ns)));
+        }
+    }
+}
+
+/// Adds a write to this thread's batch: extends the last record when the
+/// write continues it (no clock read), else appends a record. Nothing is
+/// encoded here.
+#[inline]
+pub fn push_write(t: &Thread, w: RawWrite, flush_ns: u64, force: bool) {
+    let Some(mut h) = acquire(t) else {
+        count_dropped(1);
+        return;
+    };
+    let (head, raws, _) = h.parts();
+    let n = head.nraw as usize;
+    if n > 0 {
+        let last = &mut raws[n - 1];
+        if last.continued_by(&w) {
+            last.len += w.len;
+            last.conts = last.conts.wrapping_add(1);
+            // A continuation costs no clock read; the batch age is checked
+            // every 64 of them.
+            if force || last.conts % 64 == 0 {
+                let (now, old) = head.anchor.now(head.span);
+                finish(h, now, old, flush_ns, force);
+            }
+            return;
+        }
+        if n == RAWS {
+            drain(&mut h);
+        }
+    }
+    let (head, raws, _) = h.parts();
+    let (now, old) = event_time(head, flush_ns);
+    let slot = &mut raws[head.nraw as usize];
+    *slot = w;
+    slot.time = now;
+    head.nraw += 1;
+    finish(h, now, old, flush_ns, force);
+}
+
+/// Appends one `EventBatch.events` entry (tag and length included) that
+/// `enc(buf, now)` writes at the start of `buf`, returning its size (`None`:
+/// it did not fit), after the pending writes.
+fn push_encoded(
+    t: &Thread,
+    flush_ns: u64,
+    force: bool,
+    enc: impl Fn(&mut [u8], u64) -> Option<usize>,
+) {
+    let Some(mut h) = acquire(t) else {
+        count_dropped(1);
+        return;
+    };
+    drain(&mut h); // keep the thread's events in order
+    let (head, _, buf) = h.parts();
+    let (now, old) = event_time(head, flush_ns);
+    if let Some(n) = enc(&mut buf[head.len..], now) {
+        head.len += n;
+        head.count += 1;
+    } else if head.len > 0 {
+        emit(head, buf); // full: emit, retry once in the empty buffer
+        match enc(&mut buf[..], now) {
+            Some(n) => {
+                head.len = n;
+                head.count = 1;
+            }
+            None => count_dropped(1),
+        }
+    } else {
+        count_dropped(1);
+    }
+    finish(h, now, old, flush_ns, force);
+}
+
+/// Adds one event to this thread's batch (flushing it when old or when
+/// `force`). `flush_ns`: the age after which the batch is flushed.
+pub fn push(t: &Thread, kind: &Kind<'_>, flush_ns: u64, force: bool) {
+    if let Kind::Write {
+        file,
+        offset,
+        len,
+        signature,
+        stream,
+        hint,
+        call,
+    } = *kind
+    {
+        let w = RawWrite::new(file, offset, len, signature, stream, hint, call as u32);
+        push_write(t, w, flush_ns, force);
+        return;
+    }
+    let tid = t.tid();
+    if let Kind::Process { exe, argv, .. } = kind {
+        if !exe.is_empty() || !argv.is_empty() {
+            // Not a hot-path event (start): argv may be long.
+            let now = crate::clock::precise_ns();
+            let mut heap = vec![0u8; BATCH];
+            let mut e = Enc::new(&mut heap);
+            encode_event(&mut e, now, tid, kind);
+            if !e.ok() {
+                count_dropped(1);
+                return;
+            }
+            let n = e.bytes().len();
+            push_encoded(t, flush_ns, force, |buf, _| {
+                let mut e = Enc::new(buf);
+                e.bytes_always(3, &heap[..n]);
+                e.ok().then(|| e.bytes().len())
+            });
+            return;
+        }
+    }
+    // Everything else (fork child and exit included: also from `_exit`,
+    // maybe in a signal handler) is small: encoded in place, no allocation.
+    push_encoded(t, flush_ns, force, |buf, now| {
+        let mut e = Enc::new(buf);
+        e.message(3, |e| encode_event(e, now, tid, kind));
+        e.ok().then(|| e.bytes().len())
+    });
+}
+
+/// Flushes this thread's pending batch, if any.
+pub fn flush_mine(t: &Thread) {
+    let idx = t.slot.get();
+    if let Some(mut h) = POOL.get(idx as usize).and_then(acquire_idle) {
+        flush(&mut h);
+    }
+}
+
+/// Flushes every idle slot whose batch started before `older_than` (all idle
+/// slots when `None`), e.g. at exit or for threads that went quiet.
+pub fn sweep(older_than: Option<u64>) {
+    for s in POOL.iter() {
+        let Some(mut h) = acquire_idle(s) else {
+            continue;
+        };
+        let (head, _, _) = h.parts();
+        let pending = head.len > 0 || head.nraw > 0;
+        if pending && older_than.is_none_or(|t| head.anchor.ns <= t) {
+            flush(&mut h);
+        }
+    }
+}
+
+/// In a fork child: forget the parent's batches and threads.
+pub fn after_fork_child(t: &Thread) {
+    for s in POOL.iter() {
+        // SAFETY: the child is single-threaded right after fork; nobody else
+        // can own a slot's cells.
+        unsafe { *s.head.get() = EMPTY_HEAD };
+        s.state.store(FREE, Ordering::Relaxed);
+        s.tid.store(0, Ordering::Relaxed);
+    }
+    t.reset_after_fork();
+    DROPPED.store(0, Ordering::Relaxed);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::events::{InvalidateKind, WriteCall};
+    use pcstream_placement::wire;
+    use prost::Message;
+
+    /// This thread's pending events, encoded (as a flush would) and decoded.
+    fn pending(t: &Thread) -> Vec<wire::Event> {
+        let mut h = acquire(t).expect("this thread's slot");
+        drain(&mut h);
+        let (head, _, buf) = h.parts();
+        let b = wire::EventBatch::decode(&buf[..head.len]).expect("prost decodes the batch");
+        assert_eq!(b.events.len(), head.count as usize);
+        b.events
+    }
+
+    #[test]
+    fn writes_are_encoded_later_in_order_and_runs_coalesce() {
+        crate::clock::init();
+        crate::tls::with(|t| {
+            let f = FileId { dev: 1, ino: 2 };
+            let w = |offset, len, sig| {
+                RawWrite::new(f, offset, len, sig, 1, 2, WriteCall::Pwrite as u32)
+            };
+            push_write(t, w(0, 4096, 9), u64::MAX, false);
+            push_write(t, w(4096, 4096, 9), u64::MAX, false); // continues the run
+            push_write(t, w(8192, 1, 8), u64::MAX, false); // other signature
+            let inv = Kind::Invalidate {
+                file: f,
+                kind: InvalidateKind::Unlink,
+                offset: 0,
+                len: 5,
+            };
+            push(t, &inv, u64::MAX, false);
+            // More scattered writes than a slot holds raw.
+            let more = RAWS as u64 + 10;
+            for i in 0..more {
+                push_write(t, w(1 << 30 | i << 20, 7, 9), u64::MAX, false);
+            }
+            let ev = pending(t);
+            assert_eq!(ev.len(), 3 + more as usize);
+            let write = |e: &wire::Event| match &e.kind {
+                Some(wire::event::Kind::Write(w)) => (w.offset, w.len, w.signature),
+                k => panic!("not a write: {k:?}"),
+            };
+            assert_eq!(write(&ev[0]), (0, 8192, 9));
+            assert_eq!(write(&ev[1]), (8192, 1, 8));
+            assert!(matches!(ev[2].kind, Some(wire::event::Kind::Invalidate(_))));
+            for (i, e) in ev[3..].iter().enumerate() {
+                assert_eq!(write(e), (1 << 30 | (i as u64) << 20, 7, 9));
+            }
+            let Some(wire::event::Kind::Write(w0)) = &ev[0].kind else {
+                unreachable!()
+            };
+            assert_eq!(
+                (w0.file, w0.stream, w0.hint, w0.call),
+                (
+                    Some(wire::FileId { dev: 1, ino: 2 }),
+                    1,
+                    2,
+                    WriteCall::Pwrite as i32
+                )
+            );
+            assert!(ev.iter().all(|e| e.tid == t.tid()));
+            assert!(ev.windows(2).all(|p| p[0].time_ns <= p[1].time_ns));
+            assert!(ev[0].time_ns > 0);
+        });
+    }
+
+    #[test]
+    fn a_forced_push_flushes_everything() {
+        crate::clock::init();
+        crate::tls::with(|t| {
+            let f = FileId { dev: 3, ino: 4 };
+            push_write(t, RawWrite::new(f, 0, 1, 5, 0, 0, 1), u64::MAX, false);
+            push_write(t, RawWrite::new(f, 9, 1, 5, 0, 0, 1), u64::MAX, true);
+            assert!(pending(t).is_empty());
+        });
+    }
+}
