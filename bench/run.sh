@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# bench/run.sh [--quick] [--out DIR] [--only W1,W2] [--no-build]
+# bench/run.sh [--quick] [--repeats N] [--out DIR] [--only W1,W2] [--no-build]
 #
 # The PCStream paper's evaluation on real applications, one command
 # (bench/README.md): builds pcstreamctl + the shim (release), records every
 # workload of bench/workloads.sh with `pcstreamctl record --device-trace`
 # (ground truth: what the loop device really received), replays the traces
 # through every policy with `pcstreamctl compare` and rewrites
-# docs/results.md (+ SVG charts in docs/results/).
+# docs/results.md (+ SVG charts in docs/results/). Every workload is
+# recorded --repeats times (default 3; 1 with --quick) and the results
+# report the spread between recordings.
 # Needs root (loop device, mount, tracefs); refuses to run otherwise.
 set -euo pipefail
 
@@ -18,17 +20,26 @@ scale=full
 out=$repo/bench/out
 only=
 build=1
+repeats=
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) scale=quick ;;
     --out) out=$2; shift ;;
     --only) only=$2; shift ;;
+    --repeats) repeats=$2; shift ;;
     --no-build) build=0 ;;
-    -h|--help) sed -n '2,11p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
     *) echo "bench/run.sh: unknown option $1" >&2; exit 2 ;;
   esac
   shift
 done
+
+if [ -z "$repeats" ]; then
+  if [ $scale = quick ]; then repeats=1; else repeats=3; fi
+fi
+case "$repeats" in
+  ''|*[!0-9]*|0) echo "bench/run.sh: --repeats needs a whole number ≥ 1, got '$repeats'" >&2; exit 2 ;;
+esac
 
 if [ "$(id -u)" != 0 ]; then
   echo "bench/run.sh: needs root: the workloads are recorded with --device-trace (loop device, mount, tracefs)." >&2
@@ -75,49 +86,77 @@ export BENCH_DATA=$data
 
 traces=()
 touch "$out/record-times.tsv"
-for wl in "${workloads[@]}"; do
-  echo "== record $wl ($scale)" >&2
-  t0=$(date +%s%N)
-  case "$wl" in
-    sqlite-tpcc|gcc) size=128M ;;
-    mixed-sqlite-gcc) size=256M ;;
-    *) size=1G ;;
+# Each workload runs on a device it nearly fills (≈ 1.5× its peak of live
+# data, measured in earlier runs), like the paper's emulator (7.2 GB of
+# RocksDB data on 12 GB): the workload's own data ages the device.
+device_size() {
+  case "$1" in
+    rocksdb-ur) echo 448M ;;
+    rocksdb-ar) echo 224M ;;
+    rocksdb-fr) echo 576M ;;
+    rocksdb-ycsba) echo 256M ;;
+    sqlite-tpcc) echo 40M ;;
+    gcc) echo 24M ;;
+    mixed-rocksdb-gcc) echo 256M ;;
+    mixed-sqlite-gcc) echo 64M ;;
+    *) echo 1G ;;
   esac
-  "$ctl" record --force --device-trace --device-size "$size" -o "$out/$wl" -- \
-    bash "$here/workloads.sh" "$wl" "$scale" 2> >(tail -3 >&2)
-  ms=$(( ($(date +%s%N) - t0) / 1000000 ))
-  { grep -v "^$wl	" "$out/record-times.tsv" || true; printf '%s\t%s\n' "$wl" "$ms"; } >"$out/times.tmp"
+}
+for wl in "${workloads[@]}"; do
+  size=$(device_size "$wl")
+  rm -rf "${out:?}/$wl"
+  { grep -v "^$wl[/	]" "$out/record-times.tsv" || true; } >"$out/times.tmp"
   mv "$out/times.tmp" "$out/record-times.tsv"
+  for r in $(seq 1 "$repeats"); do
+    echo "== record $wl ($scale, $size device, recording $r of $repeats)" >&2
+    t0=$(date +%s%N)
+    "$ctl" record --force --device-trace --device-size "$size" -o "$out/$wl/r$r" -- \
+      bash "$here/workloads.sh" "$wl" "$scale" 2> >(tail -3 >&2)
+    ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+    { grep -v "^$wl/r$r	" "$out/record-times.tsv" || true; printf '%s\t%s\n' "$wl/r$r" "$ms"; } >"$out/times.tmp"
+    mv "$out/times.tmp" "$out/record-times.tsv"
+  done
 done
 for wl in "${all[@]}"; do
-  if [ -f "$out/$wl/trace.pcstrace" ]; then
-    traces+=("$out/$wl/trace.pcstrace")
-  else
-    echo "bench/run.sh: no trace for $wl in $out (not recorded)" >&2
-  fi
+  found=0
+  for t in "$out/$wl"/r*/trace.pcstrace; do
+    [ -f "$t" ] || continue
+    traces+=("$t"); found=1
+  done
+  [ $found = 1 ] || echo "bench/run.sh: no trace for $wl in $out (not recorded)" >&2
 done
 
-echo "== compare (9 streams, internal streams off and on)" >&2
+# The device as recorded (no cold pre-fill), in steady state (one unmeasured
+# warm-up pass), without TRIM (ext4's default mount: no `discard`) unless
+# stated: see docs/results.md.
+sim=(--prefill 0 --warmup-passes 1)
+echo "== compare (9 streams, internal streams off and on; no TRIM)" >&2
 svg=$repo/docs/results
 [ $scale = quick ] && svg=$out/svg
 rm -rf "$svg"; mkdir -p "$svg"
-"$ctl" compare "${traces[@]}" --internal-streams both --json --svg "$svg" >"$out/compare.json"
+first=()   # the charts: first recording of each workload
+for t in "${traces[@]}"; do case "$t" in */r1/*) first+=("$t") ;; esac; done
+"$ctl" compare "${traces[@]}" "${sim[@]}" --trim off --internal-streams both --json >"$out/compare.json"
+"$ctl" compare "${first[@]}" "${sim[@]}" --trim off --internal-streams both --json --svg "$svg" >/dev/null
 rm -f "$svg"/*-lifetimes-internal-on.svg   # keep the committed charts small
+echo "== compare (device with TRIM: ext4 mounted with discard)" >&2
+"$ctl" compare "${traces[@]}" "${sim[@]}" --trim on --json >"$out/compare-trim.json"
 echo "== compare (5 streams: default + the four F_SET_RW_HINT classes)" >&2
-"$ctl" compare "${traces[@]}" --streams 5 --json >"$out/compare-4streams.json"
-echo "== compare (one warm-up pass, tables kept: steady state)" >&2
-"$ctl" compare "${traces[@]}" --warmup-passes 1 --json >"$out/compare-warm.json"
-echo "== compare (tables cleared at every gcc build)" >&2
+"$ctl" compare "${traces[@]}" "${sim[@]}" --trim off --streams 5 --json >"$out/compare-4streams.json"
+echo "== compare (the paper's ageing: 90% cold pre-fill beside the workload, TRIM on)" >&2
+"$ctl" compare "${traces[@]}" --prefill 0.9 --json >"$out/compare-aged.json"
+echo "== compare (gcc builds: PC table kept over one pass, and cleared at every build)" >&2
 marked=()
 for t in "${traces[@]}"; do case "$t" in */gcc/*|*/mixed-*) marked+=("$t") ;; esac; done
-"$ctl" compare "${marked[@]}" --clear-at-marks --json >"$out/compare-cleared.json"
-echo "== compare (device without TRIM: ext4 without discard)" >&2
-"$ctl" compare "${traces[@]}" --trim off --json >"$out/compare-notrim.json"
+if [ ${#marked[@]} -gt 0 ]; then
+  "$ctl" compare "${marked[@]}" --prefill 0 --trim off --json >"$out/compare-kept.json"
+  "$ctl" compare "${marked[@]}" --prefill 0 --trim off --clear-at-marks --json >"$out/compare-cleared.json"
+fi
 
 results=$repo/docs/results.md
 [ $scale = quick ] && results=$out/results.md
 python3 "$here/render.py" --out "$out" --svg "$svg" --results "$results" --scale "$scale" \
-  --command "bench/run.sh $args" --ctl "$ctl"
+  --command "bench/run.sh $args" --ctl "$ctl" --repeats "$repeats"
 echo "bench/run.sh: wrote $results" >&2
 }
 

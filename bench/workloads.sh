@@ -16,7 +16,7 @@ data=${BENCH_DATA:?BENCH_DATA must name the prepared data directory}
 if [ "$scale" = quick ]; then
   KEYS=3000 ROUNDS=2
 else
-  KEYS=40000 ROUNDS=18
+  KEYS=40000 ROUNDS=12
 fi
 
 # RocksDB: the paper's scaled emulator set-up (base file 8 MB, 8 KB values, 4

@@ -89,8 +89,10 @@ fn parse_size(s: &str) -> Result<u64, String> {
     let bytes = n
         .checked_mul(mult)
         .ok_or_else(|| format!("size {s:?} is too large"))?;
-    if bytes < 64 << 20 {
-        return Err(format!("device size {s:?} is below the 64M minimum"));
+    if bytes < 16 << 20 {
+        return Err(format!(
+            "device size {s:?} is below the 16M minimum (ext4 and its journal need room)"
+        ));
     }
     Ok(bytes)
 }

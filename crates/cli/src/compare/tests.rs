@@ -447,9 +447,15 @@ fn internal_streams_help_streams_of_mixed_lifetimes() {
     };
     let s = compare(std::slice::from_ref(&p), &shared).unwrap();
     assert!(render(&s).contains("GC copies share one GC block"));
-    assert_eq!(waf(&s.traces[0], "baseline", false), waf(t, "baseline", true));
+    assert_eq!(
+        waf(&s.traces[0], "baseline", false),
+        waf(t, "baseline", true)
+    );
     let shared_off = waf(&s.traces[0], "app-hints", false);
-    assert!(on < shared_off, "app-hints: internal on {on} ≥ shared GC block {shared_off}");
+    assert!(
+        on < shared_off,
+        "app-hints: internal on {on} ≥ shared GC block {shared_off}"
+    );
 }
 
 #[test]
