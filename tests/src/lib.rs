@@ -24,13 +24,20 @@ fn build_lock() -> &'static std::sync::Mutex<()> {
     L.get_or_init(|| std::sync::Mutex::new(()))
 }
 
-/// Path of a workspace artifact (`libpcstream.so`, `pcstreamctl`), building
-/// `package` with the test's own profile when it is not there yet.
+/// Path of a workspace artifact (`libpcstream.so`, `pcstreamctl`), built
+/// with the test's own profile once per test process (`cargo test` does not
+/// rebuild a cdylib or another package's binary, so an edited shim would
+/// otherwise be tested stale; the build is a no-op when it is up to date).
 pub fn artifact(file: &str, package: &str) -> PathBuf {
+    static BUILT: OnceLock<std::sync::Mutex<std::collections::HashSet<String>>> = OnceLock::new();
     let dir = target_profile_dir();
     let path = dir.join(file);
     let _g = build_lock().lock().unwrap_or_else(|e| e.into_inner());
-    if !path.exists() {
+    let mut built = BUILT
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    if built.insert(package.to_string()) {
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
         let mut cmd = Command::new(cargo);
         cmd.args(["build", "-q", "-p", package]);
