@@ -9,7 +9,10 @@
 #
 # Usage: scripts/bench-shim.sh [ROUNDS] [COUNT] [SIZE]
 #   defaults: 15 rounds, 200000 writes of 4096 bytes
-# Environment: CARGO_TARGET_DIR as for cargo; TMPFS (default /dev/shm).
+# Environment: CARGO_TARGET_DIR as for cargo; TMPFS (default /dev/shm);
+#   BASELINE_SHIM=path/to/another/libpcstream.so adds its mapping and record
+#   configurations ("mapping@base", "record@base") to every round: an A/B of
+#   two builds under the same machine load.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROUNDS=${1:-15}
@@ -30,6 +33,13 @@ run() { # name, env...
     env -u LD_PRELOAD PCSTREAM_SOCKET=/nonexistent "$@" "$WORK/bench" "$FILE" "$SIZE" "$COUNT"
 }
 
+CONFIGS="plain passthrough mapping record"
+if [[ -n ${BASELINE_SHIM:-} ]]; then
+    BASE=$(realpath "$BASELINE_SHIM")
+    CONFIGS+=" mapping@base record@base"
+fi
+
+LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
 declare -A mean best
 add() { # config, "mean best"
     set -- "$1" $2
@@ -42,14 +52,20 @@ for ((r = 0; r < ROUNDS; r++)); do
     add mapping "$(run mapping LD_PRELOAD="$SHIM" PCSTREAM_MAP="$WORK/map")"
     rm -rf "$WORK/rec"
     add record "$(run record LD_PRELOAD="$SHIM" PCSTREAM_RECORD_DIR="$WORK/rec")"
+    if [[ -n ${BASE:-} ]]; then
+        add mapping@base "$(run mapping LD_PRELOAD="$BASE" PCSTREAM_MAP="$WORK/map")"
+        rm -rf "$WORK/rec"
+        add record@base "$(run record LD_PRELOAD="$BASE" PCSTREAM_RECORD_DIR="$WORK/rec")"
+    fi
 done
 
 median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
 bm=$(echo "${mean[plain]}" | median)
 bb=$(echo "${best[plain]}" | median)
-printf '%d x write(%d B) to %s, median of %d rounds\n' "$COUNT" "$SIZE" "$TMPFS" "$ROUNDS"
+printf '%d x write(%d B) to %s, median of %d rounds; load average before: %s, after: %s\n' \
+    "$COUNT" "$SIZE" "$TMPFS" "$ROUNDS" "$LOAD0" "$(cut -d' ' -f1-3 /proc/loadavg)"
 printf '%-12s %12s %8s %12s %8s %12s\n' config "mean ns" ratio "best-blk ns" ratio "+ns (best)"
-for c in plain passthrough mapping record; do
+for c in $CONFIGS; do
     m=$(echo "${mean[$c]}" | median)
     b=$(echo "${best[$c]}" | median)
     awk -v c="$c" -v m="$m" -v b="$b" -v bm="$bm" -v bb="$bb" \

@@ -166,12 +166,18 @@ fn bench_on(c: &mut Criterion, t: &Thread) {
                 hint::remember(file, 3);
                 let mut offset = 0u64;
                 b.iter(|| {
-                    let mut cap = signature::Captured::new();
+                    // As the shim's write path: the signature cache (a hit
+                    // here; stream looked up with the signature) first.
                     // SAFETY: as above.
-                    unsafe {
-                        signature::capture_into(t, table, rec, params(Unwind::Auto), &mut cap)
-                    };
-                    let stream = cap.stream; // looked up with the signature
+                    let hit = unsafe { signature::cached(t, table, rec, params(Unwind::Auto)) };
+                    let (sig, stream) = hit.map(|(s, stream)| (s.0, stream)).unwrap_or_else(|| {
+                        let mut cap = signature::Captured::new();
+                        // SAFETY: as above.
+                        unsafe {
+                            signature::capture_into(t, table, rec, params(Unwind::Auto), &mut cap)
+                        };
+                        (cap.signature.0, cap.stream)
+                    });
                     let h = hint::cached(file).unwrap_or(0);
                     offset = (offset + stride) % (1 << 30);
                     batch::push_write(
@@ -180,7 +186,7 @@ fn bench_on(c: &mut Criterion, t: &Thread) {
                             file,
                             offset,
                             4096,
-                            cap.signature.0,
+                            sig,
                             stream,
                             h as u32,
                             WriteCall::Write as u32,

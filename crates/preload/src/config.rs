@@ -27,6 +27,23 @@ pub enum Unwind {
     Exact,
 }
 
+impl Unwind {
+    /// A small number for the mode (kept in an atomic).
+    pub const fn index(self) -> u8 {
+        self as u8
+    }
+
+    /// The mode of [`Unwind::index`] (`Auto` for unknown numbers).
+    pub const fn from_index(i: u8) -> Unwind {
+        match i {
+            1 => Unwind::FramePointer,
+            2 => Unwind::Scan,
+            3 => Unwind::Exact,
+            _ => Unwind::Auto,
+        }
+    }
+}
+
 /// Every option of the shim.
 #[derive(Debug, Clone)]
 pub struct Config {

@@ -181,12 +181,27 @@ unsafe extern "C" fn write_impl(
         // SAFETY: forwarding the application's arguments unchanged.
         return unsafe { real(fd, buf, n) };
     };
+    let mut before = track::Before::new();
+    g.observe(|| {
+        // SAFETY: `rec` is the trampoline's frame record.
+        unsafe { track::before_write(g.thread(), fd, rec, &mut before) }
+    });
     // SAFETY: as above.
     let r = g.call(|| unsafe { real(fd, buf, n) });
     if r > 0 {
         g.observe(|| {
             // SAFETY: the application's pointers, as it passed them to the real call.
-            unsafe { track::write(g.thread(), fd, None, r as u64, WriteCall::Write, rec) }
+            unsafe {
+                track::write(
+                    g.thread(),
+                    fd,
+                    None,
+                    r as u64,
+                    WriteCall::Write,
+                    rec,
+                    &before,
+                )
+            }
         });
     }
     r
@@ -208,6 +223,11 @@ unsafe fn pwrite_common(
         // SAFETY: forwarding the application's arguments unchanged.
         return unsafe { real(fd, buf, n, off) };
     };
+    let mut before = track::Before::new();
+    g.observe(|| {
+        // SAFETY: `rec` is the trampoline's frame record.
+        unsafe { track::before_write(g.thread(), fd, rec, &mut before) }
+    });
     // SAFETY: as above.
     let r = g.call(|| unsafe { real(fd, buf, n, off) });
     if r > 0 {
@@ -221,6 +241,7 @@ unsafe fn pwrite_common(
                     r as u64,
                     WriteCall::Pwrite,
                     rec,
+                    &before,
                 )
             }
         });
@@ -267,12 +288,27 @@ unsafe extern "C" fn writev_impl(
         // SAFETY: forwarding the application's arguments unchanged.
         return unsafe { real(fd, iov, cnt) };
     };
+    let mut before = track::Before::new();
+    g.observe(|| {
+        // SAFETY: `rec` is the trampoline's frame record.
+        unsafe { track::before_write(g.thread(), fd, rec, &mut before) }
+    });
     // SAFETY: as above.
     let r = g.call(|| unsafe { real(fd, iov, cnt) });
     if r > 0 {
         g.observe(|| {
             // SAFETY: the application's pointers, as it passed them to the real call.
-            unsafe { track::write(g.thread(), fd, None, r as u64, WriteCall::Writev, rec) }
+            unsafe {
+                track::write(
+                    g.thread(),
+                    fd,
+                    None,
+                    r as u64,
+                    WriteCall::Writev,
+                    rec,
+                    &before,
+                )
+            }
         });
     }
     r
@@ -294,6 +330,11 @@ unsafe fn pwritev_common(
         // SAFETY: forwarding the application's arguments unchanged.
         return unsafe { real(fd, iov, cnt, off) };
     };
+    let mut before = track::Before::new();
+    g.observe(|| {
+        // SAFETY: `rec` is the trampoline's frame record.
+        unsafe { track::before_write(g.thread(), fd, rec, &mut before) }
+    });
     // SAFETY: as above.
     let r = g.call(|| unsafe { real(fd, iov, cnt, off) });
     if r > 0 {
@@ -307,6 +348,7 @@ unsafe fn pwritev_common(
                     r as u64,
                     WriteCall::Pwritev,
                     rec,
+                    &before,
                 )
             }
         });
@@ -355,6 +397,11 @@ unsafe fn pwritev2_common(
         // SAFETY: forwarding the application's arguments unchanged.
         return unsafe { real(fd, iov, cnt, off, fl) };
     };
+    let mut before = track::Before::new();
+    g.observe(|| {
+        // SAFETY: `rec` is the trampoline's frame record.
+        unsafe { track::before_write(g.thread(), fd, rec, &mut before) }
+    });
     // SAFETY: as above.
     let r = g.call(|| unsafe { real(fd, iov, cnt, off, fl) });
     if r > 0 {
@@ -379,7 +426,7 @@ unsafe fn pwritev2_common(
         };
         g.observe(|| {
             // SAFETY: the application's pointers, as it passed them to the real call.
-            unsafe { track::write(g.thread(), fd, off, r as u64, call, rec) }
+            unsafe { track::write(g.thread(), fd, off, r as u64, call, rec, &before) }
         });
     }
     r

@@ -22,7 +22,7 @@
 use crate::config::{Unwind, MAX_FRAMES};
 use crate::modules::Table;
 use crate::tls::Thread;
-use pcstream_placement::signature::{mix64, Signature, SignatureBuilder};
+use pcstream_placement::signature::{Signature, SignatureBuilder};
 use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -324,8 +324,13 @@ pub unsafe fn capture_into(
         return;
     }
     if p.unwind != Unwind::Scan && k <= CACHED_FRAMES {
+        let mut raw = Raw {
+            addrs: [0; CACHED_FRAMES],
+            n: 0,
+            hash: 0,
+        };
         // SAFETY: forwarded caller contract.
-        if let Some(raw) = unsafe { raw_chain(t, table, record, k) } {
+        if unsafe { raw_chain(t, table, record, k, &mut raw) } {
             if let Some((sig, n, stream)) = cache_get(&raw, table.gen) {
                 out.signature = sig;
                 out.stream = stream;
@@ -347,6 +352,36 @@ pub unsafe fn capture_into(
     finish(out);
 }
 
+/// The signature and stream of the call path behind `record` when the
+/// signature cache has it (a clean frame-pointer chain seen before): the
+/// cheap part of [`capture_into`], for callers that do the full capture
+/// later when this misses.
+///
+/// # Safety
+/// As [`capture`].
+#[inline(always)]
+pub unsafe fn cached(
+    t: &Thread,
+    table: &Table,
+    record: *const usize,
+    p: Params,
+) -> Option<(Signature, u32)> {
+    let k = p.frames.clamp(1, MAX_FRAMES);
+    if p.unwind == Unwind::Exact || p.unwind == Unwind::Scan || k > CACHED_FRAMES {
+        return None;
+    }
+    let mut raw = Raw {
+        addrs: [0; CACHED_FRAMES],
+        n: 0,
+        hash: 0,
+    };
+    // SAFETY: forwarded caller contract.
+    if !unsafe { raw_chain(t, table, record, k, &mut raw) } {
+        return None;
+    }
+    cache_get(&raw, table.gen).map(|(sig, _, stream)| (sig, stream))
+}
+
 // ---------------------------------------------------------------------------
 // Signature cache
 // ---------------------------------------------------------------------------
@@ -360,6 +395,7 @@ pub unsafe fn capture_into(
 /// Most frames a cached signature can have.
 pub const CACHED_FRAMES: usize = 8;
 const CACHE_ENTRIES: usize = 1024;
+const _: () = assert!(CACHE_ENTRIES.is_power_of_two());
 
 /// Raw return addresses of a frame-pointer chain.
 #[derive(Debug, Clone, Copy)]
@@ -401,50 +437,32 @@ const EMPTY_ENTRY: Entry = {
 static CACHE: [Entry; CACHE_ENTRIES] = [EMPTY_ENTRY; CACHE_ENTRIES];
 
 /// Collects the raw return addresses of a clean frame-pointer chain (K of
-/// them, or fewer when the chain ends with a zero link). `None` when the
-/// chain breaks first (the full capture will scan; not cacheable).
+/// them, or fewer when the chain ends with a zero link) into `raw`. `false`
+/// when the chain breaks first (the full capture will scan; not cacheable).
 ///
 /// # Safety
 /// As [`capture`].
 #[inline(always)]
-unsafe fn raw_chain(t: &Thread, table: &Table, record: *const usize, k: usize) -> Option<Raw> {
+unsafe fn raw_chain(
+    t: &Thread,
+    table: &Table,
+    record: *const usize,
+    k: usize,
+    raw: &mut Raw,
+) -> bool {
     let rec = record as usize;
     let (_, hi) = stack_bounds(t, rec);
     if rec & 7 != 0 || rec + 16 > hi {
-        return None;
+        return false;
     }
-    let mut raw = Raw {
-        addrs: [0; CACHED_FRAMES],
-        n: 0,
-        hash: 0x7063_7374,
-    };
     // SAFETY: rec..rec+16 is inside the stack (checked above).
     let (mut fp, ret0) = unsafe { (word(rec), word(rec + 8)) };
     if !table.maybe_code(ret0) {
-        return None;
+        return false;
     }
-    raw.addrs[0] = ret0;
-    raw.n = 1;
-    let mut prev = rec;
-    while raw.n < k {
-        if fp == 0 {
-            break;
-        }
-        if fp <= prev || fp & 7 != 0 || fp + 16 > hi {
-            return None;
-        }
-        // SAFETY: prev < fp and fp+16 <= hi: inside the stack.
-        let (next, ret) = unsafe { (word(fp), word(fp + 8)) };
-        if !table.maybe_code(ret) {
-            return None;
-        }
-        raw.addrs[raw.n] = ret;
-        raw.n += 1;
-        prev = fp;
-        fp = next;
-    }
-    // Independent multiplies (pipelined), one final mix: this hash only
-    // spreads entries; hits are confirmed by comparing every address.
+    // Independent multiplies (pipelined) summed: this hash only spreads
+    // entries (by its top bits); hits are confirmed by comparing every
+    // address.
     const K: [u64; CACHED_FRAMES] = [
         0x9e37_79b9_7f4a_7c15,
         0xc2b2_ae3d_27d4_eb4f,
@@ -455,17 +473,43 @@ unsafe fn raw_chain(t: &Thread, table: &Table, record: *const usize, k: usize) -
         0xc4ce_b9fe_1a85_ec53,
         0x8764_3a6b_c9d1_2e35,
     ];
-    let mut h = raw.hash ^ raw.n as u64;
-    for (a, k) in raw.addrs[..raw.n].iter().zip(K) {
-        h ^= (*a as u64).wrapping_mul(k);
+    raw.addrs[0] = ret0;
+    let mut h = (ret0 as u64).wrapping_mul(K[0]);
+    let mut n = 1;
+    let mut prev = rec;
+    while n < k {
+        if fp == 0 {
+            break;
+        }
+        if fp <= prev || fp & 7 != 0 || fp + 16 > hi {
+            return false;
+        }
+        // SAFETY: prev < fp and fp+16 <= hi: inside the stack.
+        let (next, ret) = unsafe { (word(fp), word(fp + 8)) };
+        if !table.maybe_code(ret) {
+            return false;
+        }
+        raw.addrs[n] = ret;
+        h = h.wrapping_add((ret as u64).wrapping_mul(K[n]));
+        n += 1;
+        prev = fp;
+        fp = next;
     }
-    raw.hash = mix64(h) | 1;
-    Some(raw)
+    raw.n = n;
+    raw.hash = (h ^ n as u64) | 1;
+    true
+}
+
+/// The cache entry for a chain's hash (its top bits: the best mixed).
+#[inline(always)]
+fn entry_for(hash: u64) -> &'static Entry {
+    const BITS: u32 = CACHE_ENTRIES.trailing_zeros();
+    &CACHE[(hash >> (64 - BITS)) as usize]
 }
 
 #[inline(always)]
 fn cache_get(raw: &Raw, gen: u64) -> Option<(Signature, usize, u32)> {
-    let e = &CACHE[(raw.hash as usize >> 1) % CACHE_ENTRIES];
+    let e = entry_for(raw.hash);
     let s1 = e.seq.load(Ordering::Acquire);
     if s1 & 1 == 1 || e.hash.load(Ordering::Relaxed) != raw.hash {
         return None;
@@ -490,7 +534,7 @@ fn cache_get(raw: &Raw, gen: u64) -> Option<(Signature, usize, u32)> {
 }
 
 fn cache_put(raw: &Raw, out: &Captured, gen: u64) {
-    let e = &CACHE[(raw.hash as usize >> 1) % CACHE_ENTRIES];
+    let e = entry_for(raw.hash);
     let s = e.seq.load(Ordering::Relaxed);
     if s & 1 == 1
         || e.seq

@@ -13,17 +13,41 @@ use crate::seen::SeenSet;
 use crate::tls::{self, Thread};
 use crate::{files, hint, modules, real, record, signature};
 use std::ffi::CStr;
-use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering};
 use std::sync::OnceLock;
 
 const UNINIT: u8 = 0;
 const ACTIVE: u8 = 2;
 const PASSTHROUGH: u8 = 3;
 
-static STATE: AtomicU8 = AtomicU8::new(UNINIT);
+/// What every intercepted write reads, in one cache line: after a write
+/// syscall the shim's data is usually cold, and one miss is cheaper than
+/// one per scattered static. Set at init (the configuration is immutable
+/// after it); the defaults are `Config::default()`'s.
+#[repr(C, align(64))]
+struct Hot {
+    state: AtomicU8,
+    /// Events are produced (a trace file or a daemon socket).
+    events: AtomicBool,
+    /// The process is exiting: every event is flushed at once.
+    finished: AtomicBool,
+    /// `Unwind` as `Unwind::index`.
+    unwind: AtomicU8,
+    frames: AtomicU32,
+    scan_words: AtomicU32,
+    flush_ns: AtomicU64,
+}
+
+static HOT: Hot = Hot {
+    state: AtomicU8::new(UNINIT),
+    events: AtomicBool::new(false),
+    finished: AtomicBool::new(false),
+    unwind: AtomicU8::new(0),
+    frames: AtomicU32::new(5),
+    scan_words: AtomicU32::new(512),
+    flush_ns: AtomicU64::new(100_000_000),
+};
 static CONFIG: OnceLock<Config> = OnceLock::new();
-static EVENTS: AtomicBool = AtomicBool::new(false);
-static FINISHED: AtomicBool = AtomicBool::new(false);
 /// EXIT was written (by `fini` or `_exit`): write it once.
 static EXITED: AtomicBool = AtomicBool::new(false);
 static ARGV: OnceLock<Vec<Vec<u8>>> = OnceLock::new();
@@ -43,7 +67,7 @@ impl Guard {
     /// Enters the shim, or `None` when the call must pass straight through.
     #[inline(always)]
     pub fn enter() -> Option<Guard> {
-        if STATE.load(Ordering::Acquire) != ACTIVE {
+        if HOT.state.load(Ordering::Acquire) != ACTIVE {
             return None;
         }
         tls::with(|t| {
@@ -76,7 +100,7 @@ impl Guard {
     #[inline(always)]
     pub fn enter_write() -> Option<Guard> {
         let g = Guard::enter();
-        if g.is_none() && STATE.load(Ordering::Relaxed) == ACTIVE && events_on() {
+        if g.is_none() && HOT.state.load(Ordering::Relaxed) == ACTIVE && events_on() {
             batch::count_dropped(1);
         }
         g
@@ -137,10 +161,30 @@ pub fn cfg() -> &'static Config {
         .unwrap_or_else(|| DEFAULT.get_or_init(Config::default))
 }
 
+/// Signature capture parameters (from the configuration).
+#[inline(always)]
+pub fn params() -> signature::Params {
+    signature::Params {
+        frames: HOT.frames.load(Ordering::Relaxed) as usize,
+        unwind: crate::config::Unwind::from_index(HOT.unwind.load(Ordering::Relaxed)),
+        scan_words: HOT.scan_words.load(Ordering::Relaxed) as usize,
+    }
+}
+
+fn set_hot(c: &Config) {
+    HOT.unwind.store(c.unwind.index(), Ordering::Relaxed);
+    HOT.frames.store(c.frames as u32, Ordering::Relaxed);
+    HOT.scan_words.store(
+        c.scan_words.min(u32::MAX as usize) as u32,
+        Ordering::Relaxed,
+    );
+    HOT.flush_ns.store(c.flush_ns, Ordering::Relaxed);
+}
+
 /// Whether events are produced (a trace file or a daemon socket).
 #[inline(always)]
 pub fn events_on() -> bool {
-    EVENTS.load(Ordering::Relaxed)
+    HOT.events.load(Ordering::Relaxed)
 }
 
 /// Pushes an event to this thread's batch.
@@ -153,13 +197,23 @@ pub fn emit(kind: &Kind<'_>) {
 /// [`emit`] with this thread's state at hand (events known to be on).
 #[inline]
 pub fn emit_on(t: &Thread, kind: &Kind<'_>) {
-    batch::push(t, kind, cfg().flush_ns, FINISHED.load(Ordering::Relaxed));
+    batch::push(
+        t,
+        kind,
+        HOT.flush_ns.load(Ordering::Relaxed),
+        HOT.finished.load(Ordering::Relaxed),
+    );
 }
 
 /// Pushes a write to this thread's batch (events known to be on).
 #[inline(always)]
 pub fn emit_write(t: &Thread, w: batch::RawWrite) {
-    batch::push_write(t, w, cfg().flush_ns, FINISHED.load(Ordering::Relaxed));
+    batch::push_write(
+        t,
+        w,
+        HOT.flush_ns.load(Ordering::Relaxed),
+        HOT.finished.load(Ordering::Relaxed),
+    );
 }
 
 fn debug(msg: std::fmt::Arguments<'_>) {
@@ -208,7 +262,7 @@ pub unsafe fn init(argc: i32, argv: *const *const libc::c_char) {
         eprintln!("{b}");
     }
     if c.disabled {
-        STATE.store(PASSTHROUGH, Ordering::Release);
+        HOT.state.store(PASSTHROUGH, Ordering::Release);
         tls::with(|t| t.in_shim.set(false));
         return;
     }
@@ -223,6 +277,7 @@ pub unsafe fn init(argc: i32, argv: *const *const libc::c_char) {
     if let Ok(abs) = std::path::absolute(&c.socket) {
         c.socket = abs;
     }
+    set_hot(&c);
     let _ = CONFIG.set(c);
     let mut args = Vec::new();
     if !argv.is_null() {
@@ -260,15 +315,15 @@ pub unsafe fn init(argc: i32, argv: *const *const libc::c_char) {
         debug(format_args!("sending events to {}", c.socket.display()));
     }
     open_trace_file(crate::clock::precise_ns());
-    EVENTS.store(record::active(), Ordering::Relaxed);
+    HOT.events.store(record::active(), Ordering::Relaxed);
     if !record::active() && !hint::have_map() {
-        STATE.store(PASSTHROUGH, Ordering::Release);
+        HOT.state.store(PASSTHROUGH, Ordering::Release);
         tls::with(|t| t.in_shim.set(false));
         return;
     }
     // SAFETY: registering plain extern "C" handlers.
     unsafe { libc::pthread_atfork(None, Some(after_fork_parent), Some(after_fork_child)) };
-    STATE.store(ACTIVE, Ordering::Release);
+    HOT.state.store(ACTIVE, Ordering::Release);
     let exe = exe();
     emit(&Kind::Process {
         kind: ProcessKind::Start,
@@ -324,7 +379,7 @@ fn finish() {
     if EXITED.swap(true, Ordering::Relaxed) {
         return;
     }
-    FINISHED.store(true, Ordering::Relaxed);
+    HOT.finished.store(true, Ordering::Relaxed);
     // Every thread's pending events first, so EXIT's count covers them
     // and EXIT is the last record of the trace.
     flush_all();
@@ -339,7 +394,7 @@ fn finish() {
 
 /// Library destructor body: the EXIT event and a final flush of every batch.
 pub fn fini() {
-    if STATE.load(Ordering::Acquire) != ACTIVE {
+    if HOT.state.load(Ordering::Acquire) != ACTIVE {
         return;
     }
     let was = tls::with(|t| t.in_shim.replace(true));
@@ -355,7 +410,7 @@ pub fn fini() {
 /// - not re-entrant (a signal handler calling `_exit` while its thread was
 ///   inside the shim, possibly holding its batch): then nothing is flushed.
 pub fn before_exit() {
-    if STATE.load(Ordering::Acquire) != ACTIVE || !events_on() {
+    if HOT.state.load(Ordering::Acquire) != ACTIVE || !events_on() {
         return;
     }
     // SAFETY: getpid has no preconditions (a plain syscall in glibc ≥ 2.25).
@@ -367,4 +422,30 @@ pub fn before_exit() {
     // The guard stays held until the process is gone: nothing after this
     // point is traced.
     std::mem::forget(g);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Unwind;
+
+    #[test]
+    fn hot_defaults_are_the_config_defaults() {
+        // Before init the hot line holds its initial values.
+        let c = Config::default();
+        assert_eq!(HOT.flush_ns.load(Ordering::Relaxed), c.flush_ns);
+        let p = params();
+        assert_eq!(
+            (p.frames, p.unwind, p.scan_words),
+            (c.frames, c.unwind, c.scan_words)
+        );
+        for u in [
+            Unwind::Auto,
+            Unwind::FramePointer,
+            Unwind::Scan,
+            Unwind::Exact,
+        ] {
+            assert_eq!(Unwind::from_index(u.index()), u);
+        }
+    }
 }

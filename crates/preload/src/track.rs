@@ -9,7 +9,7 @@
 
 use crate::batch::RawWrite;
 use crate::events::{FileId, InvalidateKind, Kind, WriteCall};
-use crate::signature::{self, Captured, Params};
+use crate::signature::{self, Captured};
 use crate::state::{self, events_on, SEEN_FILES, SEEN_SIGS};
 use crate::tls::Thread;
 use crate::{files, hint, modules, real};
@@ -18,49 +18,95 @@ use pcstream_placement::hint::RwHint;
 use pcstream_placement::signature::mix64;
 use std::sync::atomic::Ordering;
 
-fn params() -> Params {
-    let c = state::cfg();
-    Params {
-        frames: c.frames,
-        unwind: c.unwind,
-        scan_words: c.scan_words,
-    }
-}
-
-/// Captures the program context behind the trampoline's frame record, and
-/// describes it (modules, signature) the first time this process sees it.
+/// Captures the program context behind the trampoline's frame record;
+/// `false` before the module table exists.
 ///
 /// # Safety
 /// As [`write`].
-unsafe fn context(t: &Thread, rec: *const usize) -> Option<Captured> {
-    let table = modules::table()?;
-    let mut cap = Captured::new();
+#[inline(always)]
+unsafe fn capture(t: &Thread, rec: *const usize, cap: &mut Captured) -> bool {
+    let Some(table) = modules::table() else {
+        return false;
+    };
     // SAFETY: `rec` is the trampoline's frame record on this thread's stack.
-    unsafe { signature::capture_into(t, table, rec, params(), &mut cap) };
+    unsafe { signature::capture_into(t, table, rec, state::params(), cap) };
+    true
+}
+
+/// Describes a program context (modules, signature) the first time this
+/// process sees it.
+fn describe(cap: &Captured) {
     // A cached signature was described by the capture that cached it.
-    if events_on() && !cap.cached && SEEN_SIGS.insert(cap.signature.0) {
-        let mut frames = [(0u64, 0u64); crate::config::MAX_FRAMES];
-        for (i, f) in cap.frames().enumerate() {
-            frames[i] = (f.key, f.offset);
-            let Some(m) = table.modules.iter().find(|m| m.key == f.key) else {
-                continue;
-            };
-            if !m.sent.swap(true, Ordering::Relaxed) {
-                state::emit(&Kind::Module {
-                    key: m.key,
-                    build_id: m.build_id,
-                    path: m.path,
-                    size: m.size,
-                });
-            }
-        }
-        state::emit(&Kind::Signature {
-            signature: cap.signature.0,
-            frames: &frames[..cap.n],
-            method: cap.method as u32,
-        });
+    if !events_on() || cap.cached || !SEEN_SIGS.insert(cap.signature.0) {
+        return;
     }
-    Some(cap)
+    let Some(table) = modules::table() else {
+        return;
+    };
+    let mut frames = [(0u64, 0u64); crate::config::MAX_FRAMES];
+    for (i, f) in cap.frames().enumerate() {
+        frames[i] = (f.key, f.offset);
+        let Some(m) = table.modules.iter().find(|m| m.key == f.key) else {
+            continue;
+        };
+        if !m.sent.swap(true, Ordering::Relaxed) {
+            state::emit(&Kind::Module {
+                key: m.key,
+                build_id: m.build_id,
+                path: m.path,
+                size: m.size,
+            });
+        }
+    }
+    state::emit(&Kind::Signature {
+        signature: cap.signature.0,
+        frames: &frames[..cap.n],
+        method: cap.method as u32,
+    });
+}
+
+/// What a write learns before it reaches the kernel: the descriptor's
+/// table entry and, for a regular file whose call path is in the signature
+/// cache, its signature and stream, read while the caller's stack (and the
+/// shim's tables) are still in the CPU cache: after a `write` syscall they
+/// often are not.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Before {
+    info: Option<files::FdInfo>,
+    /// (signature, stream) of a signature-cache hit.
+    hit: Option<(u64, u32)>,
+}
+
+impl Before {
+    /// Nothing learnt yet.
+    #[inline(always)]
+    pub const fn new() -> Before {
+        Before {
+            info: None,
+            hit: None,
+        }
+    }
+}
+
+/// Before a write to `fd`: what the descriptor table knows, and the cached
+/// program context when that is a regular file. The rest (descriptors the
+/// table does not know, contexts the cache does not have) is found after
+/// the write.
+///
+/// # Safety
+/// `rec` is the entry trampoline's frame record on this thread's stack.
+#[inline(always)]
+pub unsafe fn before_write(t: &Thread, fd: c_int, rec: *const usize, b: &mut Before) {
+    let Some(info) = files::get(fd) else { return };
+    b.info = Some(info);
+    if !info.regular {
+        return;
+    }
+    if let Some(table) = modules::table() {
+        // SAFETY: forwarded caller contract.
+        b.hit = unsafe { signature::cached(t, table, rec, state::params()) }
+            .map(|(sig, stream)| (sig.0, stream));
+    }
 }
 
 /// The key of a file in `SEEN_FILES`.
@@ -119,7 +165,8 @@ fn name_file(fd: c_int, info: files::FdInfo) {
     });
 }
 
-/// A successful write of `n` bytes to `fd` (`off` given for positioned writes).
+/// A successful write of `n` bytes to `fd` (`off` given for positioned
+/// writes); `b`: what [`before_write`] learnt.
 ///
 /// # Safety
 /// `rec` is the entry trampoline's frame record on this thread's stack.
@@ -130,8 +177,11 @@ pub unsafe fn write(
     n: u64,
     call: WriteCall,
     rec: *const usize,
+    b: &Before,
 ) {
-    let Some(info) = files::info(fd) else { return };
+    let Some(info) = b.info.or_else(|| files::info(fd)) else {
+        return;
+    };
     if !info.regular {
         return;
     }
@@ -150,7 +200,7 @@ pub unsafe fn write(
         }
     };
     // SAFETY: forwarded caller contract.
-    unsafe { finish_write(t, fd, info, offset, n, call, rec) };
+    unsafe { finish_write(t, fd, info, offset, n, call, rec, b) };
 }
 
 fn is_append(fd: c_int, info: files::FdInfo) -> bool {
@@ -168,6 +218,7 @@ fn is_append(fd: c_int, info: files::FdInfo) -> bool {
 
 /// # Safety
 /// As [`write`].
+#[allow(clippy::too_many_arguments)]
 unsafe fn finish_write(
     t: &Thread,
     fd: c_int,
@@ -176,13 +227,21 @@ unsafe fn finish_write(
     n: u64,
     call: WriteCall,
     rec: *const usize,
+    b: &Before,
 ) {
     let id = info.id;
-    // SAFETY: forwarded caller contract.
-    let Some(cap) = (unsafe { context(t, rec) }) else {
-        return;
+    let (signature, stream) = match b.hit {
+        Some(hit) => hit,
+        None => {
+            let mut cap = Captured::new();
+            // SAFETY: forwarded caller contract.
+            if !unsafe { capture(t, rec, &mut cap) } {
+                return;
+            }
+            describe(&cap);
+            (cap.signature.0, cap.stream)
+        }
     };
-    let stream = cap.stream;
     let hint_now = if stream != 0 {
         hint::apply(fd, id, RwHint::for_stream(stream))
     } else {
@@ -199,7 +258,7 @@ unsafe fn finish_write(
                 id,
                 offset,
                 n,
-                cap.signature.0,
+                signature,
                 stream,
                 hint_now as u32,
                 call as u32,
@@ -229,7 +288,18 @@ pub unsafe fn stdio(t: &Thread, f: *mut FILE, n: u64, rec: *const usize) {
     let pos = unsafe { ftello(f) };
     let offset = (pos as u64).saturating_sub(n);
     // SAFETY: forwarded caller contract.
-    unsafe { finish_write(t, fd, info, offset, n, WriteCall::Fwrite, rec) };
+    unsafe {
+        finish_write(
+            t,
+            fd,
+            info,
+            offset,
+            n,
+            WriteCall::Fwrite,
+            rec,
+            &Before::new(),
+        )
+    };
 }
 
 /// Identity, type, link count and size of a path (before a destructive call).
