@@ -119,7 +119,7 @@ impl Guard {
     /// Runs shim work: errno preserved, panics contained.
     #[inline(always)]
     pub fn observe<R>(&self, f: impl FnOnce() -> R) -> Option<R> {
-        observe(f)
+        observe_with(self.thread().errno(), f)
     }
 
     /// The configuration.
@@ -144,7 +144,12 @@ fn errno_loc() -> *mut i32 {
 /// Runs `f` keeping `errno` as it was and containing any panic.
 #[inline(always)]
 pub fn observe<R>(f: impl FnOnce() -> R) -> Option<R> {
-    let e = errno_loc();
+    observe_with(errno_loc(), f)
+}
+
+/// [`observe`] with this thread's `errno` location at hand.
+#[inline(always)]
+fn observe_with<R>(e: *mut i32, f: impl FnOnce() -> R) -> Option<R> {
     // SAFETY: e is this thread's errno.
     let saved = unsafe { *e };
     let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).ok();

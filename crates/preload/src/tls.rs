@@ -21,6 +21,9 @@ pub struct Thread {
     pub slot: Cell<u32>,
     /// Bounds `[lo, hi)` of the stack this thread last captured on.
     pub stack: Cell<(usize, usize)>,
+    /// `__errno_location()` (null: not asked yet); a thread's errno does
+    /// not move, also not in a fork child (same address space layout).
+    errno: Cell<*mut i32>,
 }
 
 /// [`Thread::slot`] before the thread claimed a batch slot.
@@ -33,7 +36,21 @@ impl Thread {
             tid: Cell::new(0),
             slot: Cell::new(NO_SLOT),
             stack: Cell::new((0, 0)),
+            errno: Cell::new(std::ptr::null_mut()),
         }
+    }
+
+    /// This thread's `errno` (one `__errno_location` call per thread).
+    #[inline(always)]
+    pub fn errno(&self) -> *mut i32 {
+        let e = self.errno.get();
+        if !e.is_null() {
+            return e;
+        }
+        // SAFETY: __errno_location has no preconditions.
+        let e = unsafe { libc::__errno_location() };
+        self.errno.set(e);
+        e
     }
 
     /// This thread's id (one `gettid` per thread).
