@@ -374,6 +374,9 @@ def main() -> int:
       "while choosing the sizes, also gave 1.000 everywhere). Showing the paper's gcc effect needs a build that "
       "writes far more than the device holds, with flash blocks much larger than its files (the paper: a Linux "
       "kernel, 30 builds).")
+    w("- Internal streams pay for themselves only where GC copies a lot: each keeps one more block open per "
+      "stream (9 more here, 1–2% of these small devices), which on traces with little GC can cost more than the "
+      "separation saves; that is where they raise WAF slightly (e.g. pcstream on RocksDB UR).")
     w("- The warm-up pass replays the same trace again, so the device sees the recording's address pattern twice; "
       "a longer real run would not repeat itself exactly.")
     w("- `app-hints` stands in for ManualStream; SQLite and gcc set no hints, so there it equals the baseline.")
