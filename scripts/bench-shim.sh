@@ -7,8 +7,10 @@
 # per configuration, the median over rounds of the loop's mean ns/write and
 # of its fastest 1024-write block, each with its ratio to the plain run.
 #
-# Usage: scripts/bench-shim.sh [ROUNDS] [COUNT] [SIZE]
-#   defaults: 15 rounds, 200000 writes of 4096 bytes
+# Usage: scripts/bench-shim.sh [ROUNDS] [COUNT] [SIZE] [scattered]
+#   defaults: 15 rounds, 200000 writes of 4096 bytes; "scattered": pwrite()s
+#   that never continue each other (one event per write in record mode)
+#   instead of a sequential write() loop (coalesced into runs)
 # Environment: CARGO_TARGET_DIR as for cargo; TMPFS (default /dev/shm);
 #   BASELINE_SHIM=path/to/another/libpcstream.so adds its mapping and record
 #   configurations ("mapping@base", "record@base") to every round: an A/B of
@@ -18,6 +20,7 @@ cd "$(dirname "$0")/.."
 ROUNDS=${1:-15}
 COUNT=${2:-200000}
 SIZE=${3:-4096}
+PATTERN=${4:-}
 TMPFS=${TMPFS:-/dev/shm}
 TARGET=${CARGO_TARGET_DIR:-target}
 cargo build -q --release -p pcstream-preload
@@ -30,7 +33,7 @@ FILE="$WORK/data"
 
 run() { # name, env...
     local name=$1; shift
-    env -u LD_PRELOAD PCSTREAM_SOCKET=/nonexistent "$@" "$WORK/bench" "$FILE" "$SIZE" "$COUNT"
+    env -u LD_PRELOAD PCSTREAM_SOCKET=/nonexistent "$@" "$WORK/bench" "$FILE" "$SIZE" "$COUNT" $PATTERN
 }
 
 CONFIGS="plain passthrough mapping record"
@@ -62,8 +65,8 @@ done
 median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
 bm=$(echo "${mean[plain]}" | median)
 bb=$(echo "${best[plain]}" | median)
-printf '%d x write(%d B) to %s, median of %d rounds; load average before: %s, after: %s\n' \
-    "$COUNT" "$SIZE" "$TMPFS" "$ROUNDS" "$LOAD0" "$(cut -d' ' -f1-3 /proc/loadavg)"
+printf '%d x %s(%d B) to %s, median of %d rounds; load average before: %s, after: %s\n' \
+    "$COUNT" "$([[ -n $PATTERN ]] && echo "scattered pwrite" || echo write)" "$SIZE" "$TMPFS" "$ROUNDS" "$LOAD0" "$(cut -d' ' -f1-3 /proc/loadavg)"
 printf '%-12s %12s %8s %12s %8s %12s\n' config "mean ns" ratio "best-blk ns" ratio "+ns (best)"
 for c in $CONFIGS; do
     m=$(echo "${mean[$c]}" | median)

@@ -4,7 +4,9 @@
  * blocks of 1024 writes; the program prints "<mean> <best>": the mean
  * nanoseconds per write over the whole loop, and the fastest block's mean
  * (a shared, noisy machine inflates the mean; the fastest block is what the
- * code costs). Usage: shim_bench_write FILE SIZE COUNT */
+ * code costs). With "scattered", every write is a pwrite() two sizes past
+ * the previous one, so no two writes continue each other (the shim reports
+ * each as its own event). Usage: shim_bench_write FILE SIZE COUNT [scattered] */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <stdio.h>
@@ -15,16 +17,29 @@
 
 static char *buf;
 static size_t size;
+static int scattered;
+static off_t at;
 
 __attribute__((noinline)) static void put(int fd) {
-    if (write(fd, buf, size) != (ssize_t)size) { perror("write"); exit(1); }
+    ssize_t n;
+    if (scattered) {
+        n = pwrite(fd, buf, size, at);
+        at += 2 * (off_t)size;
+    } else {
+        n = write(fd, buf, size);
+    }
+    if (n != (ssize_t)size) { perror("write"); exit(1); }
     __asm__ volatile("" ::: "memory");
 }
 __attribute__((noinline)) static void record(int fd) { put(fd); __asm__ volatile("" ::: "memory"); }
 __attribute__((noinline)) static void append_log(int fd) { record(fd); __asm__ volatile("" ::: "memory"); }
 
 int main(int argc, char **argv) {
-    if (argc != 4) { fprintf(stderr, "usage: %s FILE SIZE COUNT\n", argv[0]); return 2; }
+    if (argc != 4 && !(argc == 5 && strcmp(argv[4], "scattered") == 0)) {
+        fprintf(stderr, "usage: %s FILE SIZE COUNT [scattered]\n", argv[0]);
+        return 2;
+    }
+    scattered = argc == 5;
     size = strtoul(argv[2], NULL, 10);
     long count = strtol(argv[3], NULL, 10);
     buf = malloc(size);
@@ -37,6 +52,7 @@ int main(int argc, char **argv) {
     for (long done = 0; done < count; done += 1024) {
         struct timespec a, b;
         lseek(fd, 0, SEEK_SET);
+        at = 0;
         clock_gettime(CLOCK_MONOTONIC, &a);
         for (int i = 0; i < 1024; i++) append_log(fd);
         clock_gettime(CLOCK_MONOTONIC, &b);
