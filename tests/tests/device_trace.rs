@@ -7,7 +7,9 @@
 //! - the WAL's device writes carry the WAL signature (the one whose call
 //!   path runs through `DBImpl::WriteToWAL`), and RocksDB's SHORT hint;
 //! - discards of deleted SST files reach the simulator as TRIMs of pages the
-//!   SST writers wrote.
+//!   SST writers wrote;
+//! - a `--device-fill` ageing is replayed onto the simulated device before
+//!   the workload and left out of what is measured.
 //!
 //! Needs root (loop devices, mount, tracefs): as another user it fails
 //! naming that, never skips.
@@ -190,4 +192,89 @@ fn db_bench_device_writes_are_attributed_and_deletions_trim() {
     let st = ssd.stats();
     assert_eq!(st.host_pages, s.write_pages);
     assert!(st.trimmed_pages >= trimmed_sst, "{st:?}");
+}
+
+#[test]
+fn a_recorded_fill_ages_the_simulated_device_and_is_not_measured() {
+    // SAFETY: geteuid has no preconditions.
+    let uid = unsafe { libc::geteuid() };
+    assert_eq!(
+        uid, 0,
+        "device-trace tests need root (loop devices, mount, tracefs)"
+    );
+    require_tool("mkfs.ext4", "e2fsprogs");
+    require_tool("losetup", "mount");
+    pcstream_tests::shim();
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("rec");
+    let o = Command::new(pcstream_tests::pcstreamctl())
+        .args(["record", "--device-trace", "--device-size", "64M"])
+        .args(["--device-fill", "0.5", "-o"])
+        .arg(&out)
+        .args([
+            "--",
+            "sh",
+            "-c",
+            "head -c 4194304 /dev/zero >a && sync && rm a && head -c 2097152 /dev/zero >b && sync",
+        ])
+        .output()
+        .expect("run pcstreamctl record");
+    assert!(
+        o.status.success(),
+        "record --device-fill failed ({}):\n{}",
+        o.status,
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let trace = out.join("trace.pcstrace");
+    let r = Replay::from_trace(&trace, &ReplayOptions::default()).unwrap();
+    let s = &r.stats;
+    let msg = format!("{s:?}");
+    // About half of the 64 MiB file system went to the fill, before the workload.
+    assert!(
+        (6000..9000).contains(&s.ageing_pages),
+        "ageing pages: {msg}"
+    );
+    let ageing_written: u64 = r
+        .ageing
+        .iter()
+        .map(|op| match *op {
+            Op::Write { pages, .. } => u64::from(pages),
+            _ => 0,
+        })
+        .sum();
+    assert_eq!(ageing_written, s.ageing_pages);
+    // The workload's own 6 MiB (+ metadata) is what is measured.
+    assert!(
+        (1536..2600).contains(&s.data_pages),
+        "workload data pages: {msg}"
+    );
+    assert_eq!(r.host_pages(), s.write_pages);
+    // compare's sizing: no cold pre-fill and no confinement on top of the
+    // recorded ageing, whatever --prefill says.
+    let fitted = replay::fit_for_ageing(r.clone(), 0.9).unwrap();
+    assert_eq!(fitted.confined_from, None);
+    let job = replay::Job {
+        replay: &fitted,
+        policy: "baseline".into(),
+        spec: replay::DeviceSpec::default(),
+    };
+    let res = replay::simulate(&job, &Default::default()).unwrap();
+    assert_eq!(res.layout.cold_pages, 0);
+    let traced = (64u64 << 20) / 4096;
+    assert!(
+        (traced..traced + traced / 10).contains(&res.layout.logical_pages),
+        "simulated logical pages {} for a {traced}-page device",
+        res.layout.logical_pages
+    );
+    assert_eq!(
+        res.stats.host_pages, s.write_pages,
+        "the fill is not measured"
+    );
+    // The fill is on the device: more valid pages than the workload left.
+    assert!(
+        res.stats.valid_pages >= s.ageing_pages,
+        "valid {} < fill {}",
+        res.stats.valid_pages,
+        s.ageing_pages
+    );
 }

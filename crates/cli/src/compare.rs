@@ -678,6 +678,14 @@ pub fn render(rep: &Report) -> String {
             size(t.peak_live_pages),
             size(d.cold_pages)
         );
+        if j.ageing_pages > 0 {
+            let _ = writeln!(
+                o,
+                "        aged by the recording's own fill: {} written before the workload started, \
+                 replayed into stream 0 first and not measured (--prefill does not apply)",
+                size(j.ageing_pages)
+            );
+        }
         if let Some(f) = t.confined_from_pages {
             let _ = writeln!(
                 o,

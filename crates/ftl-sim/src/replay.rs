@@ -130,6 +130,10 @@ pub struct JoinStats {
     pub shim_invalidations: u64,
     /// Distinct signatures among the written pages.
     pub signatures: u64,
+    /// Pages written before the workload started (the recording's
+    /// `--device-fill` ageing), replayed as [`Replay::ageing`] and not
+    /// measured; the other page counts leave them (and the ageing's trims) out.
+    pub ageing_pages: u64,
 }
 
 /// A trace ready to replay.
@@ -166,6 +170,11 @@ pub struct Replay {
     pub marks: Vec<u64>,
     /// How [`simulate`] runs this replay (default: one pass, tables kept).
     pub run_mode: RunMode,
+    /// Device operations recorded before the workload started (ground truth
+    /// of a `record --device-fill` ageing): [`aged_ssd`] writes them to
+    /// stream 0 before the measured run; policies never see them, and the
+    /// replay's own statistics (footprint, peak, deaths) leave them out.
+    pub ageing: Vec<Op>,
 }
 
 /// File-name suffix of the round marks in [`Replay::marks`].
@@ -266,6 +275,7 @@ impl Replay {
         let mut evs: Vec<(u64, u8, u64, Ev)> = Vec::new();
         let mut file_names = HashMap::new();
         let mut device_size: Option<u64> = None;
+        let mut workload_start: Option<u64> = None;
         let mut seq = 0u64;
         let mut push = |evs: &mut Vec<(u64, u8, u64, Ev)>, t: u64, e: Ev| {
             evs.push((t, e.rank(), seq, e));
@@ -289,7 +299,12 @@ impl Replay {
                 }
                 Some(Record::Block(b)) => push(&mut evs, b.time_ns, Ev::Block(b)),
                 Some(Record::Extent(x)) => push(&mut evs, x.time_ns, Ev::Extent(x)),
-                Some(Record::Device(d)) => device_size = Some(d.size_bytes),
+                Some(Record::Device(d)) => {
+                    device_size = Some(d.size_bytes);
+                    if d.fill_bytes > 0 && d.workload_start_ns > 0 {
+                        workload_start = Some(d.workload_start_ns);
+                    }
+                }
                 Some(Record::Header(_)) | None => {}
             }
         }
@@ -302,7 +317,9 @@ impl Replay {
             .collect();
         let mut r = if has_device && !opts.force_model {
             let lp = device_size.map(|b| b / PAGE).or(opts.logical_pages);
-            ground_truth(evs.into_iter().map(|e| e.3), lp, mark_files)
+            // Events before the workload's start mark are the ageing fill.
+            let split = workload_start.map_or(0, |t| evs.partition_point(|e| e.0 < t));
+            ground_truth(evs.into_iter().map(|e| e.3), lp, mark_files, split)
         } else {
             fs_model(evs.into_iter().map(|e| e.3), opts)
         }
@@ -472,6 +489,7 @@ fn finish(
         file_names: HashMap::new(),
         marks: Vec::new(),
         run_mode: RunMode::default(),
+        ageing: Vec::new(),
     })
 }
 
@@ -599,6 +617,7 @@ fn ground_truth(
     evs: impl Iterator<Item = Ev>,
     logical_pages: Option<u64>,
     mut mark_files: HashSet<(u64, u64)>,
+    ageing_events: usize,
 ) -> Result<Replay, String> {
     let mut marks = Vec::new();
     let mut ops = Vec::new();
@@ -608,7 +627,14 @@ fn ground_truth(
     let mut fs_dev: Option<u64> = None;
     let mut pending_shim: Vec<Ev> = Vec::new();
     let mut max_page = 0u64;
-    for ev in evs {
+    // Ops and counts produced by the first `ageing_events` events.
+    let mut ageing_split = (0usize, JoinStats::default());
+    let mut seen = 0usize;
+    for (index, ev) in evs.enumerate() {
+        seen = index + 1;
+        if index == ageing_events && ageing_events > 0 {
+            ageing_split = (ops.len(), stats.clone());
+        }
         if let Ev::ShimWrite(w) = &ev {
             if !mark_files.is_empty() && mark_files.remove(&file_of(&w.file)) {
                 marks.push(stats.write_pages);
@@ -683,9 +709,29 @@ fn ground_truth(
             }
         }
     }
+    if ageing_events > 0 && seen <= ageing_events {
+        // Nothing after the start mark: everything was ageing.
+        ageing_split = (ops.len(), stats.clone());
+    }
     let lp = logical_pages.unwrap_or(max_page + 1);
+    let (split, before) = ageing_split;
+    let ageing: Vec<Op> = ops
+        .drain(..split)
+        .filter(|op| !matches!(op, Op::InvalidateFile { .. }))
+        .collect();
+    let ageing_pages = before.write_pages;
+    stats.ageing_pages = ageing_pages;
+    stats.write_pages -= before.write_pages;
+    stats.data_pages -= before.data_pages;
+    stats.signed_pages -= before.signed_pages;
+    stats.metadata_pages -= before.metadata_pages;
+    stats.trim_pages -= before.trim_pages;
     let mut r = finish(ops, lp, Source::GroundTruth, stats)?;
-    r.marks = marks;
+    r.marks = marks
+        .into_iter()
+        .map(|m| m.saturating_sub(ageing_pages))
+        .collect();
+    r.ageing = ageing;
     Ok(r)
 }
 
@@ -1219,6 +1265,7 @@ pub fn confine(replay: &Replay, hot_pages: u64) -> Result<Replay, String> {
     r.file_names = replay.file_names.clone();
     r.marks = replay.marks.clone();
     r.run_mode = replay.run_mode;
+    r.ageing = replay.ageing.clone();
     Ok(r)
 }
 
@@ -1231,10 +1278,11 @@ pub fn hot_region(replay: &Replay) -> u64 {
 /// Confines the replay into [`hot_region`] when its footprint is larger,
 /// so that the `prefill` cold data leaves the workload the room a file
 /// system on the aged device would have: the replay unchanged otherwise,
-/// or when `prefill` is 0.
+/// when `prefill` is 0, or when the recording was aged already (its file
+/// system allocated around the fill, [`Replay::ageing`]).
 pub fn fit_for_ageing(replay: Replay, prefill: f64) -> Result<Replay, String> {
     let hot = hot_region(&replay);
-    if prefill > 0.0 && replay.footprint_pages > hot {
+    if prefill > 0.0 && replay.ageing.is_empty() && replay.footprint_pages > hot {
         confine(&replay, hot)
     } else {
         Ok(replay)
@@ -1262,6 +1310,7 @@ pub fn without_trims(replay: &Replay) -> Result<Replay, String> {
     r.file_names = replay.file_names.clone();
     r.marks = replay.marks.clone();
     r.run_mode = replay.run_mode;
+    r.ageing = replay.ageing.clone();
     Ok(r)
 }
 
@@ -1349,9 +1398,15 @@ pub fn layout(replay: &Replay, spec: &DeviceSpec) -> Result<DeviceLayout, String
         ));
     }
     let fp = replay.footprint_pages;
+    // A recording aged by its own fill brings its cold data along.
+    let prefill = if replay.ageing.is_empty() {
+        spec.prefill
+    } else {
+        0.0
+    };
     let need = replay
         .logical_pages
-        .max((fp as f64 / (1.0 - spec.prefill)).ceil() as u64)
+        .max((fp as f64 / (1.0 - prefill)).ceil() as u64)
         .max(1);
     let phys_need = (need as f64 * (1.0 + spec.op)).ceil() as u64;
     let mut ppb = PAPER_PAGES_PER_BLOCK;
@@ -1385,7 +1440,7 @@ pub fn layout(replay: &Replay, spec: &DeviceSpec) -> Result<DeviceLayout, String
         if config.logical_pages() >= need && valid.is_ok() {
             let logical_pages = config.logical_pages();
             let untouched = logical_pages - fp;
-            let cold = ((logical_pages as f64 * spec.prefill).round() as u64).min(untouched);
+            let cold = ((logical_pages as f64 * prefill).round() as u64).min(untouched);
             return Ok(DeviceLayout {
                 config,
                 logical_pages,
@@ -1402,11 +1457,23 @@ pub fn layout(replay: &Replay, spec: &DeviceSpec) -> Result<DeviceLayout, String
     }
 }
 
-/// A fresh device of `layout`, aged: the cold pages (the lowest logical
-/// pages the replay never touches) written sequentially to stream 0, then
-/// the counters reset. Policies do not see the cold data.
+/// A fresh device of `layout`, aged: the recording's own ageing operations
+/// ([`Replay::ageing`]) replayed into stream 0, then the cold pages (the
+/// lowest logical pages the replay never touches) written sequentially to
+/// stream 0, then the counters reset. Policies see neither.
 pub fn aged_ssd(replay: &Replay, layout: &DeviceLayout) -> Result<Ssd, String> {
     let mut ssd = Ssd::new(layout.config.clone()).map_err(|e| e.to_string())?;
+    for op in &replay.ageing {
+        match *op {
+            Op::Write { lpn, pages, .. } => ssd
+                .write_pages(lpn, u64::from(pages), 0)
+                .map_err(|e| format!("ageing write: {e}"))?,
+            Op::Trim { lpn, pages } => ssd
+                .trim(lpn, pages)
+                .map_err(|e| format!("ageing trim: {e}"))?,
+            Op::InvalidateFile { .. } => {}
+        }
+    }
     let mut left = layout.cold_pages;
     let mut lpn = 0u64;
     while left > 0 && lpn < layout.logical_pages {
