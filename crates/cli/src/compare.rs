@@ -716,6 +716,21 @@ pub fn render(rep: &Report) -> String {
                 opt_u(r.reclusterings)
             );
         }
+        let most_gc = t
+            .runs
+            .iter()
+            .map(|r| r.gc_pages as f64 / r.host_pages.max(1) as f64)
+            .fold(0.0, f64::max);
+        if most_gc < 0.01 {
+            let _ = writeln!(
+                o,
+                "note: GC copied less than 1% of the host writes under every policy ({:.2}% at most), so \
+                 placement cannot show here. To age the device with the workload's own data, record it on \
+                 a device it nearly fills and replay with --prefill 0 --warmup-passes 1 (and --trim off for \
+                 ext4 without discard); see docs/compare.md, \"The device and its ageing\".",
+                most_gc * 100.0
+            );
+        }
         let _ = writeln!(
             o,
             "\nper-stream lifetimes (host pages written between a page's write and its invalidation):"

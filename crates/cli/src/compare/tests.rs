@@ -587,3 +587,28 @@ fn missing_and_corrupt_traces_are_named() {
     assert!(e.contains("files.pcstrace"), "{e}");
     assert!(e.contains(&format!("byte offset {good}")), "{e}");
 }
+
+#[test]
+fn a_report_without_gc_says_placement_cannot_show() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = model_trace(dir.path());
+    // The model trace on a roomy device (no cold pre-fill, much OP): GC never copies.
+    let roomy = Options {
+        prefill: 0.0,
+        op: 1.0,
+        policies: vec!["baseline".into()],
+        ..small_opts(InternalMode::Off)
+    };
+    let rep = compare(std::slice::from_ref(&p), &roomy).unwrap();
+    assert!(rep.traces[0].runs.iter().all(|r| r.gc_pages == 0));
+    assert!(render(&rep).contains("note: GC copied less than 1%"));
+    // The tight default of these tests makes GC copy: no note.
+    let tight = Options {
+        policies: vec!["baseline".into()],
+        ..small_opts(InternalMode::Off)
+    };
+    let rep = compare(std::slice::from_ref(&p), &tight).unwrap();
+    let r = &rep.traces[0].runs[0];
+    assert!(r.gc_pages * 100 >= r.host_pages, "{} GC pages", r.gc_pages);
+    assert!(!render(&rep).contains("note: GC copied"));
+}
