@@ -1,9 +1,12 @@
 //! Compiles `src/stdio.c` (the variadic stdio entry points) with frame
-//! pointers, so its frame address is a valid frame record.
+//! pointers, so its frame address is a valid frame record, and
+//! `src/thread.c` (the per-thread state's initial-exec TLS block).
 fn main() {
     println!("cargo:rerun-if-changed=src/stdio.c");
+    println!("cargo:rerun-if-changed=src/thread.c");
     cc::Build::new()
         .file("src/stdio.c")
+        .file("src/thread.c")
         .flag("-fno-omit-frame-pointer")
         .flag("-fno-optimize-sibling-calls")
         .flag("-fno-builtin")

@@ -10,15 +10,18 @@
 //! encoding, amortised, and the emission of every full 16 KiB batch (no
 //! sink here: what a trace file costs is in `scripts/bench-shim.sh`).
 //!
+//! The internals are reached through `pcstream::bench_api`, whose wrappers
+//! are out-of-line calls (the library keeps its modules private so that it
+//! addresses its own statics without the GOT): each measured operation
+//! includes one direct call.
+//!
 //! `cargo bench -p pcstream-preload --bench hot_path`
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use pcstream::batch::{self, RawWrite};
-use pcstream::config::Unwind;
-use pcstream::events::{self, FileId, Kind, WriteCall};
-use pcstream::hint::{self, Map};
-use pcstream::tls::{self, Thread};
-use pcstream::{modules, signature};
+use pcstream::bench_api::{
+    self as api, Captured, FileId, Kind, Map, Params, RawWrite, Thread, Unwind, WriteCall,
+    WriteEncoder,
+};
 use std::hint::black_box;
 use std::path::Path;
 
@@ -49,8 +52,8 @@ fn with_stack<R>(depth: usize, filler: usize, chain: bool, f: impl FnOnce(*const
     f(black_box(buf.as_ptr()))
 }
 
-fn params(unwind: Unwind) -> signature::Params {
-    signature::Params {
+fn params(unwind: Unwind) -> Params {
+    Params {
         frames: 5,
         unwind,
         scan_words: 512,
@@ -58,17 +61,14 @@ fn params(unwind: Unwind) -> signature::Params {
 }
 
 fn bench(c: &mut Criterion) {
-    tls::with(|t| bench_on(c, t));
+    api::with_thread(&mut |t| bench_on(c, t));
 }
 
 fn bench_on(c: &mut Criterion, t: &Thread) {
-    signature::init_stack_facts();
-    modules::refresh();
-    // Calibrate the TSC clock as a running shim would be after ~20 ms.
-    pcstream::clock::init();
-    std::thread::sleep(std::time::Duration::from_millis(20));
-    pcstream::clock::Anchor::read();
-    let table = modules::table().unwrap();
+    // The constructor's set-up, and the TSC clock calibrated as a running
+    // shim's is after ~20 ms.
+    api::init();
+    let table = api::table().unwrap();
     let mut map_text = String::new();
     for i in 0..1000u64 {
         map_text.push_str(&format!(
@@ -78,28 +78,48 @@ fn bench_on(c: &mut Criterion, t: &Thread) {
         ));
     }
     let map = Map::parse(Path::new("bench"), &map_text).unwrap();
-    hint::install_map(Map::parse(Path::new("bench"), &map_text).unwrap());
+    api::install_map(Map::parse(Path::new("bench"), &map_text).unwrap());
 
     let mut g = c.benchmark_group("shim");
     g.bench_function("signature_fp_walk_5_frames", |b| {
         with_stack(8, 2, true, |rec| {
             b.iter(|| {
-                let mut cap = signature::Captured::new();
+                let mut cap = Captured::new();
                 // SAFETY: rec points into with_stack's frame, alive for the closure.
-                unsafe {
-                    signature::capture_into(t, table, rec, params(Unwind::FramePointer), &mut cap)
-                };
+                unsafe { api::capture_into(t, table, rec, params(Unwind::FramePointer), &mut cap) };
                 assert_eq!(cap.n, 5);
                 black_box(cap.signature)
+            })
+        })
+    });
+    // The lookups a write makes before its syscall: the thread's last call
+    // path (a repeat write), and the process-wide signature cache (a
+    // thread alternating between call paths).
+    g.bench_function("signature_known_path_thread", |b| {
+        with_stack(8, 2, true, |rec| {
+            b.iter(|| {
+                // SAFETY: as above.
+                let hit = unsafe { api::cached(t, table, rec, params(Unwind::Auto)) };
+                black_box(hit.unwrap())
+            })
+        })
+    });
+    g.bench_function("signature_known_path_shared_cache", |b| {
+        with_stack(8, 2, true, |rec| {
+            b.iter(|| {
+                api::forget_path(t);
+                // SAFETY: as above.
+                let hit = unsafe { api::cached(t, table, rec, params(Unwind::Auto)) };
+                black_box(hit.unwrap())
             })
         })
     });
     g.bench_function("signature_stack_scan_5_frames", |b| {
         with_stack(8, 3, false, |rec| {
             b.iter(|| {
-                let mut cap = signature::Captured::new();
+                let mut cap = Captured::new();
                 // SAFETY: as above.
-                unsafe { signature::capture_into(t, table, rec, params(Unwind::Scan), &mut cap) };
+                unsafe { api::capture_into(t, table, rec, params(Unwind::Scan), &mut cap) };
                 assert_eq!(cap.n, 5);
                 black_box(cap.signature)
             })
@@ -121,7 +141,7 @@ fn bench_on(c: &mut Criterion, t: &Thread) {
     let mut buf = [0u8; 256];
     g.bench_function("encode_write_event", |b| {
         // As a batch's drain does: one encoder for the thread's writes.
-        let mut enc = events::WriteEncoder::new(4242);
+        let mut enc = WriteEncoder::new(4242);
         b.iter(|| {
             enc.entry(
                 black_box(&mut buf[..]),
@@ -133,7 +153,7 @@ fn bench_on(c: &mut Criterion, t: &Thread) {
     });
     g.bench_function("event_encode_and_batch", |b| {
         b.iter(|| {
-            batch::push(
+            api::push(
                 t,
                 &Kind::Write {
                     file: FileId {
@@ -163,24 +183,22 @@ fn bench_on(c: &mut Criterion, t: &Thread) {
         g.bench_function(name, |b| {
             with_stack(8, 2, true, |rec| {
                 let file = FileId { dev: 2049, ino: 99 };
-                hint::remember(file, 3);
+                api::remember_hint(file, 3);
                 let mut offset = 0u64;
                 b.iter(|| {
                     // As the shim's write path: the signature cache (a hit
                     // here; stream looked up with the signature) first.
                     // SAFETY: as above.
-                    let hit = unsafe { signature::cached(t, table, rec, params(Unwind::Auto)) };
-                    let (sig, stream) = hit.map(|(s, stream)| (s.0, stream)).unwrap_or_else(|| {
-                        let mut cap = signature::Captured::new();
+                    let hit = unsafe { api::cached(t, table, rec, params(Unwind::Auto)) };
+                    let (sig, stream) = hit.unwrap_or_else(|| {
+                        let mut cap = Captured::new();
                         // SAFETY: as above.
-                        unsafe {
-                            signature::capture_into(t, table, rec, params(Unwind::Auto), &mut cap)
-                        };
+                        unsafe { api::capture_into(t, table, rec, params(Unwind::Auto), &mut cap) };
                         (cap.signature.0, cap.stream)
                     });
-                    let h = hint::cached(file).unwrap_or(0);
+                    let h = api::cached_hint(file).unwrap_or(0);
                     offset = (offset + stride) % (1 << 30);
-                    batch::push_write(
+                    api::push_write(
                         t,
                         RawWrite::new(
                             file,

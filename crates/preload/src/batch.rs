@@ -224,6 +224,8 @@ fn thread_alive(tid: u32) -> bool {
     !(r == -1 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH))
 }
 
+/// Claims a slot for thread `tid`: its index + 1 (what [`Thread::slot`]
+/// holds), or [`POOL_FULL`].
 fn claim(tid: u32) -> u32 {
     for (i, s) in POOL.iter().enumerate() {
         if s.state
@@ -231,7 +233,7 @@ fn claim(tid: u32) -> u32 {
             .is_ok()
         {
             s.tid.store(tid, Ordering::Relaxed);
-            return i as u32;
+            return i as u32 + 1;
         }
     }
     // Reclaim the slot of a thread that exited.
@@ -247,7 +249,7 @@ fn claim(tid: u32) -> u32 {
             let mut h = Held { slot: s };
             flush(&mut h);
             s.tid.store(tid, Ordering::Relaxed);
-            return i as u32;
+            return i as u32 + 1;
         }
     }
     POOL_FULL
@@ -262,7 +264,7 @@ fn acquire(t: &Thread) -> Option<Held> {
         idx = claim(t.tid());
         t.slot.set(idx);
     }
-    let slot = POOL.get(idx as usize)?;
+    let slot = POOL.get(idx.wrapping_sub(1) as usize)?;
     slot.state
         .compare_exchange(IDLE, BUSY, Ordering::Acquire, Ordering::Relaxed)
         .ok()?;
@@ -477,7 +479,10 @@ pub fn push(t: &Thread, kind: &Kind<'_>, flush_ns: u64, force: bool) {
 /// Flushes this thread's pending batch, if any.
 pub fn flush_mine(t: &Thread) {
     let idx = t.slot.get();
-    if let Some(mut h) = POOL.get(idx as usize).and_then(acquire_idle) {
+    if let Some(mut h) = POOL
+        .get(idx.wrapping_sub(1) as usize)
+        .and_then(acquire_idle)
+    {
         flush(&mut h);
     }
 }

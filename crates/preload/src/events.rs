@@ -548,6 +548,7 @@ impl WriteEncoder {
 
 /// One `WriteEvent` entry on its own (see [`WriteEncoder`], which a batch
 /// uses for all its writes).
+#[cfg(test)]
 pub fn encode_write_entry(
     buf: &mut [u8],
     now: u64,

@@ -45,7 +45,6 @@ const EMPTY: Entry = Entry {
 };
 
 static TABLE: [Entry; FDS] = [EMPTY; FDS];
-static FORK_GEN: AtomicU32 = AtomicU32::new(1);
 
 /// A file descriptor's file, as far as writes are concerned.
 #[derive(Debug, Clone, Copy)]
@@ -69,7 +68,7 @@ pub struct FdInfo {
 
 /// Both sides of a fork: file positions are shared from now on.
 pub fn bump_fork_generation() {
-    FORK_GEN.fetch_add(1, Ordering::Relaxed);
+    crate::state::bump_fork_gen();
 }
 
 fn entry(fd: i32) -> Option<&'static Entry> {
@@ -92,8 +91,7 @@ pub fn set(fd: i32, st: &libc::stat, oflags: i32, may_track: bool) {
     e.dev.store(st.st_dev, Ordering::Relaxed);
     e.ino.store(st.st_ino, Ordering::Relaxed);
     e.pos.store(0, Ordering::Relaxed);
-    e.gen
-        .store(FORK_GEN.load(Ordering::Relaxed), Ordering::Relaxed);
+    e.gen.store(crate::state::fork_gen(), Ordering::Relaxed);
     e.flags.store(
         if regular { REGULAR } else { 0 }
             | if track { TRACK_POS } else { 0 }
@@ -144,7 +142,7 @@ pub fn get(fd: i32) -> Option<FdInfo> {
         dev: e.dev.load(Ordering::Relaxed),
         ino: e.ino.load(Ordering::Relaxed),
     };
-    let gen_ok = e.gen.load(Ordering::Relaxed) == FORK_GEN.load(Ordering::Relaxed);
+    let gen_ok = e.gen.load(Ordering::Relaxed) == crate::state::fork_gen();
     std::sync::atomic::fence(Ordering::Acquire);
     if e.ver.load(Ordering::Relaxed) != v1 {
         return None;

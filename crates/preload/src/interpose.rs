@@ -188,7 +188,7 @@ unsafe extern "C" fn write_impl(
     });
     // SAFETY: as above.
     let r = g.call(|| unsafe { real(fd, buf, n) });
-    if r > 0 {
+    if r > 0 && before.after_needed() {
         g.observe(|| {
             // SAFETY: the application's pointers, as it passed them to the real call.
             unsafe {
@@ -230,7 +230,7 @@ unsafe fn pwrite_common(
     });
     // SAFETY: as above.
     let r = g.call(|| unsafe { real(fd, buf, n, off) });
-    if r > 0 {
+    if r > 0 && before.after_needed() {
         g.observe(|| {
             // SAFETY: the application's pointers, as it passed them to the real call.
             unsafe {
@@ -295,7 +295,7 @@ unsafe extern "C" fn writev_impl(
     });
     // SAFETY: as above.
     let r = g.call(|| unsafe { real(fd, iov, cnt) });
-    if r > 0 {
+    if r > 0 && before.after_needed() {
         g.observe(|| {
             // SAFETY: the application's pointers, as it passed them to the real call.
             unsafe {
@@ -337,7 +337,7 @@ unsafe fn pwritev_common(
     });
     // SAFETY: as above.
     let r = g.call(|| unsafe { real(fd, iov, cnt, off) });
-    if r > 0 {
+    if r > 0 && before.after_needed() {
         g.observe(|| {
             // SAFETY: the application's pointers, as it passed them to the real call.
             unsafe {
@@ -404,7 +404,7 @@ unsafe fn pwritev2_common(
     });
     // SAFETY: as above.
     let r = g.call(|| unsafe { real(fd, iov, cnt, off, fl) });
-    if r > 0 {
+    if r > 0 && before.after_needed() {
         // offset -1: the current file position is used (and advanced);
         // RWF_APPEND: appended like O_APPEND (the position is not moved, so
         // the end of file minus the length is where it went).

@@ -17,22 +17,28 @@
 //! encoding), [`batch`] (per-thread batches), [`record`] (trace file and
 //! daemon socket), [`state`] (life cycle, re-entrancy guard, fork), [`tls`]
 //! (per-thread state), [`config`] (environment options).
+//!
+//! The modules are private to the crate (so the library addresses its own
+//! statics and functions directly, not through the GOT); `bench_api` is
+//! what the criterion bench reaches.
 
-pub mod batch;
-pub mod clock;
-pub mod config;
-pub mod events;
-pub mod files;
-pub mod hint;
-pub mod interpose;
-pub mod modules;
-pub mod real;
-pub mod record;
-pub mod seen;
-pub mod signature;
-pub mod state;
-pub mod tls;
-pub mod track;
+pub(crate) mod batch;
+#[doc(hidden)]
+pub mod bench_api;
+pub(crate) mod clock;
+pub(crate) mod config;
+pub(crate) mod events;
+pub(crate) mod files;
+pub(crate) mod hint;
+pub(crate) mod interpose;
+pub(crate) mod modules;
+pub(crate) mod real;
+pub(crate) mod record;
+pub(crate) mod seen;
+pub(crate) mod signature;
+pub(crate) mod state;
+pub(crate) mod tls;
+pub(crate) mod track;
 
 use libc::{c_char, c_int};
 

@@ -11,7 +11,6 @@
 
 use libc::{c_int, c_void, dl_phdr_info, size_t};
 use pcstream_placement::signature::{module_key_from_build_id, module_key_from_path};
-use std::ptr;
 use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 use std::sync::Mutex;
 
@@ -105,13 +104,17 @@ impl Table {
     }
 }
 
-static TABLE: AtomicPtr<Table> = AtomicPtr::new(ptr::null_mut());
+/// The current table: `state::table_slot()` (in the write path's hot
+/// cache line).
+fn table_slot() -> &'static AtomicPtr<Table> {
+    crate::state::table_slot()
+}
 static REFRESH: Mutex<()> = Mutex::new(());
 
 /// The current table (`None` before the constructor built it).
 #[inline]
 pub fn table() -> Option<&'static Table> {
-    let p = TABLE.load(Ordering::Acquire);
+    let p = table_slot().load(Ordering::Acquire);
     // SAFETY: a published table is leaked (never freed) and immutable apart
     // from its atomics, so a shared 'static reference is valid.
     unsafe { p.as_ref() }
@@ -285,7 +288,7 @@ pub fn refresh() {
         hi,
         gen: table().map_or(1, |t| t.gen + 1),
     });
-    TABLE.store(Box::into_raw(t), Ordering::Release);
+    table_slot().store(Box::into_raw(t), Ordering::Release);
 }
 
 #[cfg(test)]

@@ -21,7 +21,7 @@
 
 use crate::config::{Unwind, MAX_FRAMES};
 use crate::modules::Table;
-use crate::tls::Thread;
+use crate::tls::{Thread, PATH_FRAMES};
 use pcstream_placement::signature::{Signature, SignatureBuilder};
 use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -292,7 +292,7 @@ unsafe fn word(p: usize) -> usize {
 ///
 /// # Safety
 /// `record` must point to two readable words on the current thread's stack.
-#[inline]
+#[cfg(test)]
 pub unsafe fn capture(t: &Thread, table: &Table, record: *const usize, p: Params) -> Captured {
     let mut out = Captured::new();
     // SAFETY: forwarded caller contract.
@@ -336,6 +336,7 @@ pub unsafe fn capture_into(
                 out.stream = stream;
                 out.n = n;
                 out.cached = true;
+                remember_path(t, table, &raw, sig.0, stream);
                 return;
             }
             // SAFETY: forwarded caller contract.
@@ -343,6 +344,7 @@ pub unsafe fn capture_into(
             finish(out);
             if out.method == Method::FramePointer && !out.skipped && out.n == raw.n {
                 cache_put(&raw, out, table.gen);
+                remember_path(t, table, &raw, out.signature.0, out.stream);
             }
             return;
         }
@@ -352,10 +354,11 @@ pub unsafe fn capture_into(
     finish(out);
 }
 
-/// The signature and stream of the call path behind `record` when the
-/// signature cache has it (a clean frame-pointer chain seen before): the
-/// cheap part of [`capture_into`], for callers that do the full capture
-/// later when this misses.
+/// The signature and stream of the call path behind `record` when it is
+/// this thread's last clean call path ([`path_hit`]) or in the signature
+/// cache (a clean frame-pointer chain seen before): the cheap part of
+/// [`capture_into`], for callers that do the full capture later when this
+/// misses.
 ///
 /// # Safety
 /// As [`capture`].
@@ -370,6 +373,26 @@ pub unsafe fn cached(
     if p.unwind == Unwind::Exact || p.unwind == Unwind::Scan || k > CACHED_FRAMES {
         return None;
     }
+    // SAFETY: forwarded caller contract.
+    if let Some(hit) = unsafe { path_hit(t, table, record, k) } {
+        return Some(hit);
+    }
+    // SAFETY: forwarded caller contract.
+    unsafe { cached_shared(t, table, record, k) }
+}
+
+/// [`cached`] through the process-wide signature cache (out of line: the
+/// thread's own path missed).
+///
+/// # Safety
+/// As [`capture`].
+#[inline(never)]
+unsafe fn cached_shared(
+    t: &Thread,
+    table: &Table,
+    record: *const usize,
+    k: usize,
+) -> Option<(Signature, u32)> {
     let mut raw = Raw {
         addrs: [0; CACHED_FRAMES],
         n: 0,
@@ -379,7 +402,76 @@ pub unsafe fn cached(
     if !unsafe { raw_chain(t, table, record, k, &mut raw) } {
         return None;
     }
-    cache_get(&raw, table.gen).map(|(sig, _, stream)| (sig, stream))
+    let (sig, _, stream) = cache_get(&raw, table.gen)?;
+    remember_path(t, table, &raw, sig.0, stream);
+    Some((sig, stream))
+}
+
+/// Whether the chain behind `record` is this thread's last clean call path
+/// (the same `k` raw return addresses, or the same shorter chain ending in
+/// a zero link, under the same module table): its signature and stream.
+/// Only the stack and the thread's own state are read. The addresses were
+/// checked to be code when the path was cached, so only the links are
+/// validated (each higher up the same stack, aligned) before they are
+/// followed.
+///
+/// # Safety
+/// As [`capture`].
+#[inline(always)]
+unsafe fn path_hit(
+    t: &Thread,
+    table: &Table,
+    record: *const usize,
+    k: usize,
+) -> Option<(Signature, u32)> {
+    let n = t.path_n.get() as usize;
+    if n == 0 || n > k || t.path_table.get() != table as *const Table as usize {
+        return None;
+    }
+    let rec = record as usize;
+    let (lo, hi) = t.stack.get();
+    if rec < lo || rec & 7 != 0 || rec + 16 > hi {
+        return None;
+    }
+    // SAFETY: lo <= rec and rec+16 <= hi: inside the stack.
+    let (mut fp, ret) = unsafe { (word(rec), word(rec + 8)) };
+    if ret != t.path[0].get() {
+        return None;
+    }
+    let mut prev = rec;
+    for i in 1..n.min(PATH_FRAMES) {
+        // A zero link fails here too (0 <= prev): the chain would end
+        // shorter than the cached one.
+        if fp <= prev || fp & 7 != 0 || fp + 16 > hi {
+            return None;
+        }
+        // SAFETY: prev < fp and fp+16 <= hi: inside the stack.
+        let (next, ret) = unsafe { (word(fp), word(fp + 8)) };
+        if ret != t.path[i].get() {
+            return None;
+        }
+        prev = fp;
+        fp = next;
+    }
+    if n < k && fp != 0 {
+        return None;
+    }
+    Some((Signature(t.path_sig.get()), t.path_stream.get()))
+}
+
+/// Makes a clean chain this thread's cached call path.
+#[inline]
+fn remember_path(t: &Thread, table: &Table, raw: &Raw, sig: u64, stream: u32) {
+    if raw.n == 0 || raw.n > PATH_FRAMES {
+        return;
+    }
+    for i in 0..raw.n {
+        t.path[i].set(raw.addrs[i]);
+    }
+    t.path_sig.set(sig);
+    t.path_stream.set(stream);
+    t.path_table.set(table as *const Table as usize);
+    t.path_n.set(raw.n as u32);
 }
 
 // ---------------------------------------------------------------------------
@@ -554,12 +646,14 @@ fn cache_put(raw: &Raw, out: &Captured, gen: u64) {
     e.seq.store(s + 2, Ordering::Release);
 }
 
-/// Empties the signature cache (fork child: signatures must be described
-/// again in the child's own trace).
-pub fn clear_cache() {
+/// Empties the signature cache and the calling thread's cached path (fork
+/// child, single-threaded: signatures must be described again in the
+/// child's own trace).
+pub fn clear_cache(t: &Thread) {
     for e in CACHE.iter() {
         e.hash.store(0, Ordering::Relaxed);
     }
+    t.path_n.set(0);
 }
 
 /// # Safety

@@ -9,11 +9,12 @@
 use crate::batch;
 use crate::config::Config;
 use crate::events::{Kind, ProcessKind};
+use crate::modules::Table;
 use crate::seen::SeenSet;
 use crate::tls::{self, Thread};
 use crate::{files, hint, modules, real, record, signature};
 use std::ffi::CStr;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicU8, Ordering};
 use std::sync::OnceLock;
 
 const UNINIT: u8 = 0;
@@ -35,8 +36,14 @@ struct Hot {
     unwind: AtomicU8,
     frames: AtomicU32,
     scan_words: AtomicU32,
+    /// Fork generation (`files.rs`: positions are trusted only within it).
+    fork_gen: AtomicU32,
     flush_ns: AtomicU64,
+    /// The current module table (`modules.rs`).
+    table: AtomicPtr<Table>,
 }
+
+const _: () = assert!(std::mem::size_of::<Hot>() == 64);
 
 static HOT: Hot = Hot {
     state: AtomicU8::new(UNINIT),
@@ -45,8 +52,28 @@ static HOT: Hot = Hot {
     unwind: AtomicU8::new(0),
     frames: AtomicU32::new(5),
     scan_words: AtomicU32::new(512),
+    fork_gen: AtomicU32::new(1),
     flush_ns: AtomicU64::new(100_000_000),
+    table: AtomicPtr::new(std::ptr::null_mut()),
 };
+
+/// The fork generation (starts at 1).
+#[inline(always)]
+pub fn fork_gen() -> u32 {
+    HOT.fork_gen.load(Ordering::Relaxed)
+}
+
+/// Both sides of a fork: a new generation.
+pub fn bump_fork_gen() {
+    HOT.fork_gen.fetch_add(1, Ordering::Relaxed);
+}
+
+/// The current module table's slot (kept in the hot line; `modules.rs`
+/// owns what it points to).
+#[inline(always)]
+pub fn table_slot() -> &'static AtomicPtr<Table> {
+    &HOT.table
+}
 static CONFIG: OnceLock<Config> = OnceLock::new();
 /// EXIT was written (by `fini` or `_exit`): write it once.
 static EXITED: AtomicBool = AtomicBool::new(false);
@@ -120,12 +147,6 @@ impl Guard {
     #[inline(always)]
     pub fn observe<R>(&self, f: impl FnOnce() -> R) -> Option<R> {
         observe_with(self.thread().errno(), f)
-    }
-
-    /// The configuration.
-    #[inline(always)]
-    pub fn cfg(&self) -> &'static Config {
-        cfg()
     }
 }
 
@@ -353,7 +374,7 @@ extern "C" fn after_fork_child() {
         });
         files::bump_fork_generation();
         SEEN_SIGS.clear();
-        signature::clear_cache();
+        tls::with(signature::clear_cache);
         SEEN_FILES.clear();
         modules::reset_sent();
         // SAFETY: getpid has no preconditions.

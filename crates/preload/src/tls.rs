@@ -1,45 +1,66 @@
-//! The shim's per-thread state, in one const-initialised thread-local with no
-//! destructor (registering a TLS destructor allocates, and the shim must not
-//! allocate on its hot path or run code at thread exit).
+//! The shim's per-thread state: one zero-initialised block of
+//! initial-exec TLS (defined in `thread.c`), with no destructor
+//! (registering a TLS destructor allocates, and the shim must not allocate
+//! on its hot path or run code at thread exit).
 //!
-//! In a shared object every thread-local access is a call to
-//! `__tls_get_addr`, so an intercepted call reaches this struct once (the
-//! re-entrancy guard in `state.rs` keeps a pointer to it) and hands it down
-//! to the signature capture and the event batch instead of each of them
-//! looking up its own thread-local.
+//! A Rust thread-local in a shared object is reached through a call to
+//! `__tls_get_addr` (general-dynamic model: its code, the thread's DTV and
+//! the loader's TLS generation, several cache lines). The block in
+//! `thread.c` is initial-exec, so [`with`] is two instructions: the
+//! block's offset from the thread pointer (one GOT word) plus `%fs:0`.
+//! An intercepted call reaches it once (the re-entrancy guard in
+//! `state.rs` keeps a pointer to it) and hands it down to the signature
+//! capture and the event batch.
+//!
+//! The first cache line holds what every intercepted write reads (guard,
+//! errno location, stack bounds, batch slot) and the head of the thread's
+//! last clean call path; the second its raw return addresses (see
+//! [`Thread::path`]).
 
 use std::cell::Cell;
 
-/// Everything the shim keeps per thread.
+/// Most raw return addresses the per-thread path cache keeps.
+pub const PATH_FRAMES: usize = 8;
+
+/// Everything the shim keeps per thread. All-zero is the initial state
+/// (the TLS block starts zeroed in every thread).
 #[derive(Debug)]
+#[repr(C, align(64))]
 pub struct Thread {
     /// Inside the shim (the re-entrancy guard).
     pub in_shim: Cell<bool>,
+    /// Index + 1 of this thread's batch slot ([`NO_SLOT`]: none claimed yet).
+    pub slot: Cell<u32>,
     /// Cached `gettid()` (0: not read yet; reset in a fork child).
     tid: Cell<u32>,
-    /// Index of this thread's batch slot ([`NO_SLOT`]: none claimed yet).
-    pub slot: Cell<u32>,
-    /// Bounds `[lo, hi)` of the stack this thread last captured on.
-    pub stack: Cell<(usize, usize)>,
+    /// Frames of the cached call path in [`Thread::path`] (0: none).
+    pub path_n: Cell<u32>,
+    /// Stream of the cached call path's signature.
+    pub path_stream: Cell<u32>,
     /// `__errno_location()` (null: not asked yet); a thread's errno does
     /// not move, also not in a fork child (same address space layout).
     errno: Cell<*mut i32>,
+    /// Bounds `[lo, hi)` of the stack this thread last captured on.
+    pub stack: Cell<(usize, usize)>,
+    /// Signature of the cached call path.
+    pub path_sig: Cell<u64>,
+    /// The module table the cached call path was resolved with (its raw
+    /// addresses mean nothing under another one).
+    pub path_table: Cell<usize>,
+    /// The raw return addresses of this thread's last clean frame-pointer
+    /// chain whose signature is known (the first `path_n`): a write from
+    /// the same call path compares its chain against them and is done,
+    /// touching no shared cache line.
+    pub path: [Cell<usize>; PATH_FRAMES],
 }
 
+const _: () = assert!(std::mem::size_of::<Thread>() <= 256);
+const _: () = assert!(std::mem::align_of::<Thread>() <= 64);
+
 /// [`Thread::slot`] before the thread claimed a batch slot.
-pub const NO_SLOT: u32 = u32::MAX;
+pub const NO_SLOT: u32 = 0;
 
 impl Thread {
-    const fn new() -> Thread {
-        Thread {
-            in_shim: Cell::new(false),
-            tid: Cell::new(0),
-            slot: Cell::new(NO_SLOT),
-            stack: Cell::new((0, 0)),
-            errno: Cell::new(std::ptr::null_mut()),
-        }
-    }
-
     /// This thread's `errno` (one `__errno_location` call per thread).
     #[inline(always)]
     pub fn errno(&self) -> *mut i32 {
@@ -74,12 +95,56 @@ impl Thread {
     }
 }
 
-thread_local! {
-    static THREAD: Thread = const { Thread::new() };
+extern "C" {
+    /// The TLS block (`thread.c`); only its address is used, through `asm!`.
+    static pcstream_thread_state: u8;
 }
 
-/// Runs `f` with this thread's state (one thread-local access).
+/// This thread's state block.
+#[inline(always)]
+fn current() -> *const Thread {
+    let p: usize;
+    // SAFETY: initial-exec TLS access to a symbol defined in thread.c as
+    // `__thread` with that model: the GOT word holds the block's offset
+    // from the thread pointer, `%fs:0` is the thread pointer itself. Reads
+    // only memory that is constant for the thread.
+    unsafe {
+        core::arch::asm!(
+            "mov {p}, qword ptr [rip + {s}@GOTTPOFF]",
+            "add {p}, qword ptr fs:[0]",
+            p = out(reg) p,
+            s = sym pcstream_thread_state,
+            options(pure, readonly, nostack),
+        )
+    };
+    p as *const Thread
+}
+
+/// Runs `f` with this thread's state.
 #[inline(always)]
 pub fn with<R>(f: impl FnOnce(&Thread) -> R) -> R {
-    THREAD.with(f)
+    // SAFETY: the block is 256 zero-initialised bytes, 64-aligned, private
+    // to this thread and alive as long as it; all-zero is a valid Thread
+    // (cells of integers, bools and raw pointers), and it is only ever
+    // accessed as a Thread (through shared references: interior mutability).
+    f(unsafe { &*current() })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_thread_has_its_own_zeroed_state() {
+        let here = with(|t| t as *const Thread as usize);
+        with(|t| t.path_n.set(3));
+        let (other, n) =
+            std::thread::spawn(|| with(|t| (t as *const Thread as usize, t.path_n.get())))
+                .join()
+                .unwrap();
+        assert_ne!(here, other);
+        assert_eq!(n, 0, "a new thread starts from zero");
+        assert_eq!(with(|t| t.path_n.get()), 3);
+        assert_eq!(here % 64, 0);
+    }
 }

@@ -33,6 +33,24 @@ unsafe fn capture(t: &Thread, rec: *const usize, cap: &mut Captured) -> bool {
     true
 }
 
+/// The full capture of a call path the caches did not have (described the
+/// first time the process sees it): its signature and stream; `None`
+/// before the module table exists.
+///
+/// # Safety
+/// As [`write`].
+#[cold]
+#[inline(never)]
+unsafe fn capture_described(t: &Thread, rec: *const usize) -> Option<(u64, u32)> {
+    let mut cap = Captured::new();
+    // SAFETY: forwarded caller contract.
+    if !unsafe { capture(t, rec, &mut cap) } {
+        return None;
+    }
+    describe(&cap);
+    Some((cap.signature.0, cap.stream))
+}
+
 /// Describes a program context (modules, signature) the first time this
 /// process sees it.
 fn describe(cap: &Captured) {
@@ -86,6 +104,18 @@ impl Before {
             hit: None,
         }
     }
+
+    /// Whether a successful write has anything left to do after the
+    /// syscall: not for a descriptor known not to be a regular file, nor,
+    /// when no events are produced (a mapping alone), for a call path known
+    /// to map to stream 0 (no hint to set).
+    #[inline(always)]
+    pub fn after_needed(&self) -> bool {
+        if self.info.is_some_and(|i| !i.regular) {
+            return false;
+        }
+        events_on() || !matches!(self.hit, Some((_, 0)))
+    }
 }
 
 /// Before a write to `fd`: what the descriptor table knows, and the cached
@@ -119,6 +149,8 @@ fn file_key(id: FileId) -> u64 {
 /// belong to a new file since an earlier one), or, for descriptors it did not
 /// see opened, the first time it writes to the inode since the inode was last
 /// seen unlinked or replaced.
+#[cold]
+#[inline(never)]
 fn name_file(fd: c_int, info: files::FdInfo) {
     let id = info.id;
     if !SEEN_FILES.insert(file_key(id)) && !info.opened {
@@ -185,6 +217,12 @@ pub unsafe fn write(
     if !info.regular {
         return;
     }
+    if !events_on() {
+        // Only the hint matters (no event carries the offset).
+        // SAFETY: forwarded caller contract.
+        unsafe { finish_write(t, fd, info, 0, n, call, rec, b) };
+        return;
+    }
     let offset = match off {
         Some(o) if !is_append(fd, info) => o,
         // pwrite on an O_APPEND descriptor appends (Linux ignores the offset).
@@ -233,13 +271,11 @@ unsafe fn finish_write(
     let (signature, stream) = match b.hit {
         Some(hit) => hit,
         None => {
-            let mut cap = Captured::new();
             // SAFETY: forwarded caller contract.
-            if !unsafe { capture(t, rec, &mut cap) } {
-                return;
+            match unsafe { capture_described(t, rec) } {
+                Some(c) => c,
+                None => return,
             }
-            describe(&cap);
-            (cap.signature.0, cap.stream)
         }
     };
     let hint_now = if stream != 0 {
