@@ -362,6 +362,7 @@ fn finish(mut h: Held, now: u64, old: bool, flush_ns: u64, force: bool) {
 /// write continues it (no clock read), else appends a record. Nothing is
 /// encoded here.
 #[inline]
+#[link_section = ".text.hot.pcstream"]
 pub fn push_write(t: &Thread, w: RawWrite, flush_ns: u64, force: bool) {
     let Some(mut h) = acquire(t) else {
         count_dropped(1);

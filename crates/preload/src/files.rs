@@ -32,6 +32,8 @@ struct Entry {
     dev: AtomicU64,
     ino: AtomicU64,
     pos: AtomicU64,
+    /// The inode's hint as `epoch << 8 | hint` (see [`known_hint`]).
+    hint: AtomicU64,
 }
 
 #[allow(clippy::declare_interior_mutable_const)]
@@ -42,6 +44,7 @@ const EMPTY: Entry = Entry {
     dev: AtomicU64::new(0),
     ino: AtomicU64::new(0),
     pos: AtomicU64::new(0),
+    hint: AtomicU64::new(0),
 };
 
 static TABLE: [Entry; FDS] = [EMPTY; FDS];
@@ -64,6 +67,10 @@ pub struct FdInfo {
     /// this fork generation): its first write names the file even when the
     /// inode number was seen before (it may have been freed and reused).
     pub opened: bool,
+    /// Whether this came from the descriptor's table entry (else from
+    /// `fstat`: the entry, and its copy of the inode's hint, belong to no
+    /// file the shim knows of).
+    pub table: bool,
 }
 
 /// Both sides of a fork: file positions are shared from now on.
@@ -91,6 +98,7 @@ pub fn set(fd: i32, st: &libc::stat, oflags: i32, may_track: bool) {
     e.dev.store(st.st_dev, Ordering::Relaxed);
     e.ino.store(st.st_ino, Ordering::Relaxed);
     e.pos.store(0, Ordering::Relaxed);
+    e.hint.store(0, Ordering::Relaxed);
     e.gen.store(crate::state::fork_gen(), Ordering::Relaxed);
     e.flags.store(
         if regular { REGULAR } else { 0 }
@@ -155,6 +163,7 @@ pub fn get(fd: i32) -> Option<FdInfo> {
         // A fork child names its files again in its own trace.
         named: flags & NAMED != 0 && gen_ok,
         opened: gen_ok,
+        table: true,
     })
 }
 
@@ -162,6 +171,25 @@ pub fn get(fd: i32) -> Option<FdInfo> {
 #[inline]
 pub fn advance(fd: i32, n: u64) -> u64 {
     entry(fd).map_or(0, |e| e.pos.fetch_add(n, Ordering::Relaxed))
+}
+
+/// The hint of `fd`'s inode as last copied into its table entry, if that
+/// was in hint-cache epoch `epoch` (`state::hint_epoch`, read before the
+/// hint it tags: a copy is never newer than its epoch).
+#[inline(always)]
+pub fn known_hint(fd: i32, epoch: u32) -> Option<u64> {
+    let v = entry(fd)?.hint.load(Ordering::Relaxed);
+    (v >> 8 == epoch as u64).then_some(v & 0xff)
+}
+
+/// Copies `fd`'s inode's hint, read in hint-cache epoch `epoch`, into its
+/// table entry.
+#[inline]
+pub fn set_known_hint(fd: i32, epoch: u32, hint: u64) {
+    if let Some(e) = entry(fd) {
+        e.hint
+            .store((epoch as u64) << 8 | (hint & 0xff), Ordering::Relaxed);
+    }
 }
 
 /// Sets a tracked position (after the application's `lseek`).
@@ -203,6 +231,7 @@ pub fn info(fd: i32) -> Option<FdInfo> {
         append: None,
         named: false,
         opened: false,
+        table: false,
     })
 }
 
@@ -249,5 +278,30 @@ mod tests {
         bump_fork_generation();
         assert!(!get(4003).unwrap().tracked, "positions die at fork");
         assert!(get(-1).is_none() && get(1 << 20).is_none());
+    }
+
+    #[test]
+    fn a_descriptor_copy_of_its_inode_hint_lives_for_one_epoch() {
+        let f = tempfile::tempfile().unwrap();
+        let st = stat_of(&f);
+        set(4010, &st, libc::O_WRONLY, true);
+        let epoch = crate::state::hint_epoch();
+        assert_eq!(known_hint(4010, epoch), None, "a new entry has no copy");
+        set_known_hint(4010, epoch, 3);
+        assert_eq!(known_hint(4010, epoch), Some(3));
+        // Any change to the hint cache moves the epoch.
+        let other = FileId {
+            dev: 77,
+            ino: st.st_ino ^ 0x5555,
+        };
+        crate::hint::remember(other, 2);
+        let moved = crate::state::hint_epoch();
+        assert_ne!(moved, epoch);
+        assert_eq!(known_hint(4010, moved), None);
+        set_known_hint(4010, moved, 1);
+        set(4010, &st, libc::O_WRONLY, true);
+        assert_eq!(known_hint(4010, moved), None, "reopened: copy gone");
+        crate::hint::forget(other);
+        assert_ne!(crate::state::hint_epoch(), moved);
     }
 }

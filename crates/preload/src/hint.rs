@@ -5,6 +5,10 @@
 //! * the per-inode hint cache: the last `RWH_WRITE_LIFE_*` value known to be
 //!   on each (dev, ino), packed with a hash of the inode into one atomic word
 //!   per entry, so `F_SET_RW_HINT` is only called when the hint changes;
+//!   every change moves an epoch (`state.rs`), and a descriptor's table
+//!   entry (`files.rs`) keeps a copy of its inode's hint tagged with the
+//!   epoch it was read in, so a repeat write reads neither this cache nor
+//!   its hash;
 //! * reading what an application meant by its own `F_SET_RW_HINT` argument
 //!   (RocksDB 7.8 passes a pointer to a 4-byte enum).
 
@@ -149,11 +153,14 @@ pub fn cached(f: FileId) -> Option<u64> {
     (v & !7 == t && v & 7 != 0).then(|| (v & 7) - 1)
 }
 
-/// Records the hint now on the inode.
+/// Records the hint now on the inode (a change moves the epoch that
+/// descriptors' copies of their inode's hint are checked against).
 pub fn remember(f: FileId, hint: u64) {
     if hint <= 5 {
         let (i, t) = tag(f);
-        HINTS[i].store(t | (hint + 1), Ordering::Relaxed);
+        if HINTS[i].swap(t | (hint + 1), Ordering::Relaxed) != t | (hint + 1) {
+            crate::state::bump_hint_epoch();
+        }
     }
 }
 
@@ -161,8 +168,12 @@ pub fn remember(f: FileId, hint: u64) {
 pub fn forget(f: FileId) {
     let (i, t) = tag(f);
     let v = HINTS[i].load(Ordering::Relaxed);
-    if v & !7 == t {
-        let _ = HINTS[i].compare_exchange(v, 0, Ordering::Relaxed, Ordering::Relaxed);
+    if v & !7 == t
+        && HINTS[i]
+            .compare_exchange(v, 0, Ordering::Relaxed, Ordering::Relaxed)
+            .is_ok()
+    {
+        crate::state::bump_hint_epoch();
     }
 }
 

@@ -30,6 +30,7 @@ macro_rules! trampolines {
         /// Called by C code with the C signature of the libc function of the same name.
         #[unsafe(naked)]
         #[no_mangle]
+        #[link_section = ".text.hot.pcstream"]
         pub unsafe extern "C" fn $sym() {
             // CFI so unwinders (debuggers, profilers, the forced unwinding
             // of pthread_cancel through C++ frames) can step through.
@@ -165,6 +166,7 @@ type PwriteFn = unsafe extern "C" fn(c_int, *const c_void, size_t, off_t) -> ssi
 type PwritevFn = unsafe extern "C" fn(c_int, *const iovec, c_int, off_t) -> ssize_t;
 type Pwritev2Fn = unsafe extern "C" fn(c_int, *const iovec, c_int, off_t, c_int) -> ssize_t;
 
+#[link_section = ".text.hot.pcstream"]
 unsafe extern "C" fn write_impl(
     fd: c_int,
     buf: *const c_void,
@@ -173,7 +175,7 @@ unsafe extern "C" fn write_impl(
     _: usize,
     rec: Rec,
 ) -> ssize_t {
-    let Some(real) = real::WRITE.get() else {
+    let Some(real) = real::WRITE.get_hot(state::hot_fn(state::HOT_WRITE)) else {
         return enosys();
     };
     // SAFETY (all real calls below): forwarding the application's arguments unchanged.
@@ -207,16 +209,18 @@ unsafe extern "C" fn write_impl(
     r
 }
 
+/// `hot`: the index of `real`'s copy in the hot line.
 #[inline(always)]
 unsafe fn pwrite_common(
     real: &Real<PwriteFn>,
+    hot: usize,
     fd: c_int,
     buf: *const c_void,
     n: size_t,
     off: off_t,
     rec: Rec,
 ) -> ssize_t {
-    let Some(real) = real.get() else {
+    let Some(real) = real.get_hot(state::hot_fn(hot)) else {
         return enosys();
     };
     let Some(g) = Guard::enter_write() else {
@@ -249,6 +253,7 @@ unsafe fn pwrite_common(
     r
 }
 
+#[link_section = ".text.hot.pcstream"]
 unsafe extern "C" fn pwrite_impl(
     fd: c_int,
     buf: *const c_void,
@@ -258,9 +263,10 @@ unsafe extern "C" fn pwrite_impl(
     rec: Rec,
 ) -> ssize_t {
     // SAFETY: same contract as pwrite.
-    unsafe { pwrite_common(&real::PWRITE, fd, buf, n, off, rec) }
+    unsafe { pwrite_common(&real::PWRITE, state::HOT_PWRITE, fd, buf, n, off, rec) }
 }
 
+#[link_section = ".text.hot.pcstream"]
 unsafe extern "C" fn pwrite64_impl(
     fd: c_int,
     buf: *const c_void,
@@ -270,9 +276,10 @@ unsafe extern "C" fn pwrite64_impl(
     rec: Rec,
 ) -> ssize_t {
     // SAFETY: same contract as pwrite64.
-    unsafe { pwrite_common(&real::PWRITE64, fd, buf, n, off, rec) }
+    unsafe { pwrite_common(&real::PWRITE64, state::HOT_PWRITE64, fd, buf, n, off, rec) }
 }
 
+#[link_section = ".text.hot.pcstream"]
 unsafe extern "C" fn writev_impl(
     fd: c_int,
     iov: *const iovec,

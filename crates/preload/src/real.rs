@@ -42,6 +42,22 @@ impl<F: Copy> Real<F> {
         v
     }
 
+    /// The resolved address (0: not yet, 1: missing).
+    pub fn addr(&self) -> usize {
+        self.addr.load(Ordering::Relaxed)
+    }
+
+    /// [`Real::get`] for a function whose address `state.rs` keeps in the
+    /// write path's hot line (`hot`: that copy, 0 before init).
+    #[inline(always)]
+    pub fn get_hot(&self, hot: usize) -> Option<F> {
+        if hot > MISSING {
+            // SAFETY: `hot` is a copy of this Real's resolved address, as in `get`.
+            return Some(unsafe { std::mem::transmute_copy::<usize, F>(&hot) });
+        }
+        self.get()
+    }
+
     /// The real function, `None` when this libc does not have it.
     #[inline(always)]
     pub fn get(&self) -> Option<F> {

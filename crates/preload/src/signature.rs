@@ -822,6 +822,77 @@ mod tests {
         assert_eq!(a.signature, capture_here(p).signature);
     }
 
+    /// A frame-pointer chain of `depth` records `{next, return address}`
+    /// in `buf` (return addresses inside libc: code, not the shim's), the
+    /// last link zero; returns the first record.
+    fn chain(buf: &mut [usize; 64], depth: usize) -> *const usize {
+        let code = libc::getpid as *const () as usize;
+        for d in 0..depth {
+            buf[4 * d + 1] = code + 16 * (d + 1);
+            buf[4 * d] = if d + 1 < depth {
+                &buf[4 * (d + 1)] as *const usize as usize
+            } else {
+                0
+            };
+        }
+        buf.as_ptr()
+    }
+
+    #[test]
+    fn a_thread_repeats_its_last_path_and_notices_any_change() {
+        init_stack_facts();
+        modules::refresh();
+        let table = modules::table().unwrap();
+        let p = Params {
+            frames: 5,
+            unwind: Unwind::Auto,
+            scan_words: 256,
+        };
+        crate::tls::with(|t| {
+            let mut buf = [0usize; 64];
+            for depth in [7, 3] {
+                let rec = chain(&mut buf, depth);
+                // SAFETY (all captures here): rec points into buf, on this stack.
+                let full = unsafe { capture(t, table, rec, p) };
+                assert_eq!(t.path_n.get() as usize, depth.min(5), "path kept");
+                let hit = unsafe { path_hit(t, table, rec, 5) };
+                assert_eq!(hit, Some((full.signature, full.stream)));
+                assert_eq!(
+                    unsafe { cached(t, table, rec, p) },
+                    Some((full.signature, full.stream))
+                );
+                // Another return address among the first K: not this path.
+                let saved = buf[4 * 2 + 1];
+                buf[4 * 2 + 1] = saved + 8;
+                assert_eq!(unsafe { path_hit(t, table, rec, 5) }, None);
+                let other = unsafe { capture(t, table, rec, p) };
+                assert_ne!(other.signature, full.signature);
+                buf[4 * 2 + 1] = saved;
+                assert_eq!(
+                    unsafe { cached(t, table, rec, p) }.map(|h| h.0),
+                    Some(full.signature),
+                    "back to the first path (shared cache, then the thread's)"
+                );
+            }
+            // A chain that goes on where the cached one ended (zero link):
+            // not the same path.
+            let rec = chain(&mut buf, 3);
+            let short = unsafe { capture(t, table, rec, p) };
+            assert_eq!(short.n, 3);
+            buf[4 * 2] = &buf[4 * 3] as *const usize as usize;
+            buf[4 * 3 + 1] = libc::getpid as *const () as usize + 64;
+            buf[4 * 3] = 0;
+            assert_eq!(unsafe { path_hit(t, table, rec, 5) }, None);
+            assert_ne!(
+                unsafe { capture(t, table, rec, p) }.signature,
+                short.signature
+            );
+            // Cleared (as in a fork child): nothing the thread cached applies.
+            crate::tls::with(clear_cache);
+            assert_eq!(unsafe { path_hit(t, table, rec, 5) }, None);
+        });
+    }
+
     #[test]
     fn bounds_of_this_thread_contain_sp() {
         init_stack_facts();

@@ -14,7 +14,9 @@ use crate::seen::SeenSet;
 use crate::tls::{self, Thread};
 use crate::{files, hint, modules, real, record, signature};
 use std::ffi::CStr;
-use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{
+    AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering,
+};
 use std::sync::OnceLock;
 
 const UNINIT: u8 = 0;
@@ -38,9 +40,14 @@ struct Hot {
     scan_words: AtomicU32,
     /// Fork generation (`files.rs`: positions are trusted only within it).
     fork_gen: AtomicU32,
+    /// Changes of the per-inode hint cache (`hint.rs`): a descriptor's
+    /// copy of its inode's hint is good while this has not moved.
+    hint_epoch: AtomicU32,
     flush_ns: AtomicU64,
     /// The current module table (`modules.rs`).
     table: AtomicPtr<Table>,
+    /// The real `write`, `pwrite`, `pwrite64` (`real.rs`; 0 before init).
+    fns: [AtomicUsize; 3],
 }
 
 const _: () = assert!(std::mem::size_of::<Hot>() == 64);
@@ -53,9 +60,29 @@ static HOT: Hot = Hot {
     frames: AtomicU32::new(5),
     scan_words: AtomicU32::new(512),
     fork_gen: AtomicU32::new(1),
+    hint_epoch: AtomicU32::new(1),
     flush_ns: AtomicU64::new(100_000_000),
     table: AtomicPtr::new(std::ptr::null_mut()),
+    fns: [
+        AtomicUsize::new(0),
+        AtomicUsize::new(0),
+        AtomicUsize::new(0),
+    ],
 };
+
+/// Index of the real `write` in the hot line (see [`hot_fn`]).
+pub const HOT_WRITE: usize = 0;
+/// Index of the real `pwrite`.
+pub const HOT_PWRITE: usize = 1;
+/// Index of the real `pwrite64`.
+pub const HOT_PWRITE64: usize = 2;
+
+/// The address of a real write function kept in the hot line (what
+/// `real.rs` resolved at init; 0 before).
+#[inline(always)]
+pub fn hot_fn(i: usize) -> usize {
+    HOT.fns[i].load(Ordering::Relaxed)
+}
 
 /// The fork generation (starts at 1).
 #[inline(always)]
@@ -66,6 +93,17 @@ pub fn fork_gen() -> u32 {
 /// Both sides of a fork: a new generation.
 pub fn bump_fork_gen() {
     HOT.fork_gen.fetch_add(1, Ordering::Relaxed);
+}
+
+/// The per-inode hint cache's epoch (starts at 1).
+#[inline(always)]
+pub fn hint_epoch() -> u32 {
+    HOT.hint_epoch.load(Ordering::Acquire)
+}
+
+/// After a change to the per-inode hint cache.
+pub fn bump_hint_epoch() {
+    HOT.hint_epoch.fetch_add(1, Ordering::Release);
 }
 
 /// The current module table's slot (kept in the hot line; `modules.rs`
@@ -283,6 +321,14 @@ fn open_trace_file(start_mono_ns: u64) {
 pub unsafe fn init(argc: i32, argv: *const *const libc::c_char) {
     tls::with(|t| t.in_shim.set(true));
     real::resolve_all();
+    let fns = [
+        real::WRITE.addr(),
+        real::PWRITE.addr(),
+        real::PWRITE64.addr(),
+    ];
+    for (slot, a) in HOT.fns.iter().zip(fns) {
+        slot.store(a, Ordering::Relaxed);
+    }
     let (c, bad) = Config::from_env();
     for b in &bad {
         eprintln!("{b}");

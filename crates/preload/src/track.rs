@@ -200,9 +200,63 @@ fn name_file(fd: c_int, info: files::FdInfo) {
 /// A successful write of `n` bytes to `fd` (`off` given for positioned
 /// writes); `b`: what [`before_write`] learnt.
 ///
+/// The steady state of a writer is handled here, inline: a descriptor the
+/// table knows (a regular file already named in the trace, its position
+/// tracked or the offset given on a descriptor known not to append), a
+/// call path the caches knew, events on. Everything else goes to
+/// [`write_general`]. Out of line, so that the entry points' code before
+/// the syscall stays small.
+///
 /// # Safety
 /// `rec` is the entry trampoline's frame record on this thread's stack.
+#[inline(never)]
+#[link_section = ".text.hot.pcstream"]
 pub unsafe fn write(
+    t: &Thread,
+    fd: c_int,
+    off: Option<u64>,
+    n: u64,
+    call: WriteCall,
+    rec: *const usize,
+    b: &Before,
+) {
+    if let (Some(info), Some((signature, stream))) = (b.info, b.hit) {
+        let offset_known = match off {
+            Some(_) => info.append == Some(false),
+            None => info.tracked,
+        };
+        if info.regular && info.named && offset_known && events_on() {
+            let offset = match off {
+                Some(o) => o,
+                None => files::advance(fd, n),
+            };
+            let hint_now = inode_hint(fd, info, stream);
+            state::emit_write(
+                t,
+                RawWrite::new(
+                    info.id,
+                    offset,
+                    n,
+                    signature,
+                    stream,
+                    hint_now as u32,
+                    call as u32,
+                ),
+            );
+            return;
+        }
+    }
+    // SAFETY: forwarded caller contract.
+    unsafe { write_general(t, fd, off, n, call, rec, b) }
+}
+
+/// [`write`] in general (first writes, unknown descriptors and call paths,
+/// no events).
+///
+/// # Safety
+/// As [`write`].
+#[inline(never)]
+unsafe fn write_general(
     t: &Thread,
     fd: c_int,
     off: Option<u64>,
@@ -278,11 +332,7 @@ unsafe fn finish_write(
             }
         }
     };
-    let hint_now = if stream != 0 {
-        hint::apply(fd, id, RwHint::for_stream(stream))
-    } else {
-        hint::cached(id).unwrap_or(0)
-    };
+    let hint_now = inode_hint(fd, info, stream);
     if events_on() {
         if !info.named {
             name_file(fd, info);
@@ -301,6 +351,36 @@ unsafe fn finish_write(
             ),
         );
     }
+}
+
+/// The hint on `fd`'s inode after a write from a call path of `stream`:
+/// the stream's hint, set when the inode does not have it already
+/// (stream ≠ 0), else the hint last known on the inode. The descriptor's
+/// table entry keeps a copy while the hint cache does not change.
+#[inline(always)]
+fn inode_hint(fd: c_int, info: files::FdInfo, stream: u32) -> u64 {
+    let id = info.id;
+    let epoch = state::hint_epoch();
+    let known = if info.table {
+        files::known_hint(fd, epoch)
+    } else {
+        None
+    };
+    let h = if stream != 0 {
+        let want = RwHint::for_stream(stream).raw();
+        if known == Some(want) {
+            return want;
+        }
+        hint::apply(fd, id, RwHint::for_stream(stream))
+    } else if let Some(h) = known {
+        return h;
+    } else {
+        hint::cached(id).unwrap_or(0)
+    };
+    if info.table {
+        files::set_known_hint(fd, epoch, h);
+    }
+    h
 }
 
 /// A successful stdio call that accepted `n` bytes for `f`.
