@@ -823,9 +823,9 @@ mod tests {
     }
 
     /// A frame-pointer chain of `depth` records `{next, return address}`
-    /// in `buf` (return addresses inside libc: code, not the shim's), the
-    /// last link zero; returns the first record.
-    fn chain(buf: &mut [usize; 64], depth: usize) -> *const usize {
+    /// in `buf` from its start (return addresses inside libc: code, not
+    /// the shim's), the last link zero.
+    fn chain(buf: &mut [usize; 64], depth: usize) {
         let code = libc::getpid as *const () as usize;
         for d in 0..depth {
             buf[4 * d + 1] = code + 16 * (d + 1);
@@ -835,7 +835,28 @@ mod tests {
                 0
             };
         }
-        buf.as_ptr()
+    }
+
+    // The captures read a chain built in a buffer on this thread's stack,
+    // through a pointer taken after its last change.
+    fn cap_at(t: &Thread, table: &Table, buf: &[usize; 64], p: Params) -> Captured {
+        // SAFETY: buf starts with a frame record and lives on this stack.
+        unsafe { capture(t, table, buf.as_ptr(), p) }
+    }
+
+    fn hit_at(t: &Thread, table: &Table, buf: &[usize; 64]) -> Option<(Signature, u32)> {
+        // SAFETY: as in cap_at.
+        unsafe { path_hit(t, table, buf.as_ptr(), 5) }
+    }
+
+    fn cached_at(
+        t: &Thread,
+        table: &Table,
+        buf: &[usize; 64],
+        p: Params,
+    ) -> Option<(Signature, u32)> {
+        // SAFETY: as in cap_at.
+        unsafe { cached(t, table, buf.as_ptr(), p) }
     }
 
     #[test]
@@ -848,48 +869,44 @@ mod tests {
             unwind: Unwind::Auto,
             scan_words: 256,
         };
+        let code = libc::getpid as *const () as usize;
         crate::tls::with(|t| {
             let mut buf = [0usize; 64];
             for depth in [7, 3] {
-                let rec = chain(&mut buf, depth);
-                // SAFETY (all captures here): rec points into buf, on this stack.
-                let full = unsafe { capture(t, table, rec, p) };
+                chain(&mut buf, depth);
+                let full = cap_at(t, table, &buf, p);
                 assert_eq!(t.path_n.get() as usize, depth.min(5), "path kept");
-                let hit = unsafe { path_hit(t, table, rec, 5) };
+                let hit = hit_at(t, table, &buf);
                 assert_eq!(hit, Some((full.signature, full.stream)));
-                assert_eq!(
-                    unsafe { cached(t, table, rec, p) },
-                    Some((full.signature, full.stream))
-                );
+                let hit = cached_at(t, table, &buf, p);
+                assert_eq!(hit, Some((full.signature, full.stream)));
                 // Another return address among the first K: not this path.
-                let saved = buf[4 * 2 + 1];
-                buf[4 * 2 + 1] = saved + 8;
-                assert_eq!(unsafe { path_hit(t, table, rec, 5) }, None);
-                let other = unsafe { capture(t, table, rec, p) };
+                buf[4 * 2 + 1] += 8;
+                assert_eq!(hit_at(t, table, &buf), None);
+                let other = cap_at(t, table, &buf, p);
                 assert_ne!(other.signature, full.signature);
-                buf[4 * 2 + 1] = saved;
+                buf[4 * 2 + 1] -= 8;
+                let back = cached_at(t, table, &buf, p);
                 assert_eq!(
-                    unsafe { cached(t, table, rec, p) }.map(|h| h.0),
+                    back.map(|h| h.0),
                     Some(full.signature),
                     "back to the first path (shared cache, then the thread's)"
                 );
             }
             // A chain that goes on where the cached one ended (zero link):
             // not the same path.
-            let rec = chain(&mut buf, 3);
-            let short = unsafe { capture(t, table, rec, p) };
+            chain(&mut buf, 3);
+            let short = cap_at(t, table, &buf, p);
             assert_eq!(short.n, 3);
             buf[4 * 2] = &buf[4 * 3] as *const usize as usize;
-            buf[4 * 3 + 1] = libc::getpid as *const () as usize + 64;
+            buf[4 * 3 + 1] = code + 64;
             buf[4 * 3] = 0;
-            assert_eq!(unsafe { path_hit(t, table, rec, 5) }, None);
-            assert_ne!(
-                unsafe { capture(t, table, rec, p) }.signature,
-                short.signature
-            );
+            assert_eq!(hit_at(t, table, &buf), None);
+            let longer = cap_at(t, table, &buf, p);
+            assert_ne!(longer.signature, short.signature);
             // Cleared (as in a fork child): nothing the thread cached applies.
-            crate::tls::with(clear_cache);
-            assert_eq!(unsafe { path_hit(t, table, rec, 5) }, None);
+            clear_cache(t);
+            assert_eq!(hit_at(t, table, &buf), None);
         });
     }
 
