@@ -38,7 +38,9 @@ const SWEEP: u32 = 3;
 
 const POOL_FULL: u32 = u32::MAX - 1;
 
-/// A `WriteEvent` waiting to be encoded: one cache line.
+/// A `WriteEvent` waiting to be encoded: 64 bytes, one cache line in a
+/// slot's [`Raws`] (not aligned itself, so a record built on the stack
+/// needs no realigned frame).
 ///
 /// Consecutive writes of one thread that continue each other (same file,
 /// signature, stream, hint and call; each starting where the previous one
@@ -46,7 +48,7 @@ const POOL_FULL: u32 = u32::MAX - 1;
 /// to [`MAX_RUN`] bytes or until anything else happens on the thread: a
 /// sequential writer costs one event per run instead of one per call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[repr(C, align(64))]
+#[repr(C)]
 pub struct RawWrite {
     /// `Event.time_ns`.
     pub time: u64,
@@ -113,6 +115,12 @@ impl RawWrite {
     }
 }
 
+const _: () = assert!(std::mem::size_of::<RawWrite>() == 64);
+
+/// A slot's raw records, each in its own cache line.
+#[repr(C, align(64))]
+struct Raws([RawWrite; RAWS]);
+
 const NO_RAW: RawWrite = RawWrite {
     time: 0,
     file: FileId { dev: 0, ino: 0 },
@@ -159,7 +167,7 @@ struct Slot {
     tid: AtomicU32,
     // The fields below belong to whoever moved `state` to BUSY or SWEEP.
     head: UnsafeCell<Head>,
-    raws: UnsafeCell<[RawWrite; RAWS]>,
+    raws: UnsafeCell<Raws>,
     buf: UnsafeCell<[u8; BATCH]>,
 }
 
@@ -172,7 +180,7 @@ const EMPTY: Slot = Slot {
     state: AtomicU32::new(FREE),
     tid: AtomicU32::new(0),
     head: UnsafeCell::new(EMPTY_HEAD),
-    raws: UnsafeCell::new([NO_RAW; RAWS]),
+    raws: UnsafeCell::new(Raws([NO_RAW; RAWS])),
     buf: UnsafeCell::new([0; BATCH]),
 };
 
@@ -194,7 +202,7 @@ impl Held {
         unsafe {
             (
                 &mut *self.slot.head.get(),
-                &mut *self.slot.raws.get(),
+                &mut (*self.slot.raws.get()).0,
                 &mut *self.slot.buf.get(),
             )
         }
@@ -360,9 +368,9 @@ fn finish(mut h: Held, now: u64, old: bool, flush_ns: u64, force: bool) {
 
 /// Adds a write to this thread's batch: extends the last record when the
 /// write continues it (no clock read), else appends a record. Nothing is
-/// encoded here.
-#[inline]
-#[link_section = ".text.hot.pcstream"]
+/// encoded here. The continuation is inline (what a sequential writer
+/// does); the rest is out of line.
+#[inline(always)]
 pub fn push_write(t: &Thread, w: RawWrite, flush_ns: u64, force: bool) {
     let Some(mut h) = acquire(t) else {
         count_dropped(1);
@@ -378,14 +386,27 @@ pub fn push_write(t: &Thread, w: RawWrite, flush_ns: u64, force: bool) {
             // A continuation costs no clock read; the batch age is checked
             // every 64 of them.
             if force || last.conts % 64 == 0 {
-                let (now, old) = head.anchor.now(head.span);
-                finish(h, now, old, flush_ns, force);
+                check_age(h, flush_ns, force);
             }
             return;
         }
-        if n == RAWS {
-            drain(&mut h);
-        }
+    }
+    push_new_write(h, w, flush_ns, force);
+}
+
+/// The batch age check of [`push_write`] after a continuation.
+#[inline(never)]
+fn check_age(mut h: Held, flush_ns: u64, force: bool) {
+    let (head, _, _) = h.parts();
+    let (now, old) = head.anchor.now(head.span);
+    finish(h, now, old, flush_ns, force);
+}
+
+/// [`push_write`] of a write that continues nothing: a new record.
+#[inline(never)]
+fn push_new_write(mut h: Held, w: RawWrite, flush_ns: u64, force: bool) {
+    if h.parts().0.nraw as usize == RAWS {
+        drain(&mut h);
     }
     let (head, raws, _) = h.parts();
     let (now, old) = event_time(head, flush_ns);

@@ -54,7 +54,7 @@ pub struct Thread {
     pub path: [Cell<usize>; PATH_FRAMES],
 }
 
-const _: () = assert!(std::mem::size_of::<Thread>() <= 256);
+const _: () = assert!(std::mem::size_of::<Thread>() == 128);
 const _: () = assert!(std::mem::align_of::<Thread>() <= 64);
 
 /// [`Thread::slot`] before the thread claimed a batch slot.
