@@ -158,24 +158,27 @@ def main() -> int:
           "compaction and writeback order).\n")
 
     w("## Workloads and scaling\n")
-    w("Each workload runs on a fresh ext4 on a loop device it nearly fills (≈ 1.5× its peak of live data, chosen "
-      "from earlier runs and fixed in `bench/run.sh`), the way the paper's emulator ran 7.2 GB of RocksDB data on "
+    w("Each workload runs on a fresh ext4 on a loop device it nearly fills (sizes fixed in `bench/run.sh` from "
+      "earlier runs: ≈ 1.5× the RocksDB runs' peak of live data; the small SQLite and gcc file systems get 3–5×, "
+      "as ext4's journal and metadata need room), the way the paper's emulator ran 7.2 GB of RocksDB data on "
       "a 12 GB device: the workload's own data ages the device, and the file system's real allocator decides where "
-      "freed space is reused. The simulated SSD has the recorded device's logical size, OP 7%, 4 channels × 4 "
+      "freed space is reused. *Peak live* is the most data the file system held at once (with TRIM); *footprint* "
+      "is every page the workload ever wrote, which is what a device without TRIM ends up holding. The simulated SSD has the recorded device's logical size, OP 7%, 4 channels × 4 "
       "ways, and the paper's 384 pages per block halved until every stream has ≥ 64 blocks. The main tables "
       "replay the device **without TRIM**, as ext4's default mount (no `discard`; Debian trims weekly with "
       "`fstrim.timer`) leaves it between trims: freed file data stays valid on the flash until the file system "
       "writes its blocks again. The same traces with TRIM, and with the paper's ageing (90% cold data beside "
       "the workload), are further down. `GC / host` = baseline's GC page copies per host page written.\n")
-    w("| workload | what | device | recordings | record s | host pages | peak live pages | pages/block | baseline GC / host |")
-    w("|---|---|---|---|---|---|---|---|---|")
+    w("| workload | what | device | recordings | record s | host pages | peak live pages | footprint pages | pages/block | baseline GC / host |")
+    w("|---|---|---|---|---|---|---|---|---|---|")
     for n in names:
         ts = main_.by[n]
         d = ts[0]["device"]
         gc = [r["baseline"]["gc_pages"] / max(1, r["baseline"]["host_pages"]) for r in main_.runs(n) if "baseline" in r]
         w(f"| {n} | {DESC.get(n, '')} | {ts[0]['trace_logical_pages'] * 4 // 1024} MiB | {len(ts)} | "
           f"{cell(times.get(n, []), lambda v: f'{v:.0f}')} | {cell([t['host_pages'] for t in ts], lambda v: f'{v:.0f}')} | "
-          f"{cell([t['peak_live_pages'] for t in ts], lambda v: f'{v:.0f}')} | {d['pages_per_block']} | "
+          f"{cell([t['peak_live_pages'] for t in trim.by.get(n, [])], lambda v: f'{v:.0f}')} | "
+          f"{cell([t['footprint_pages'] for t in ts], lambda v: f'{v:.0f}')} | {d['pages_per_block']} | "
           f"{cell(gc, lambda v: f'{v:.3f}')} |")
     w("")
     w("Pages are 4 KiB. Sizes: RocksDB keys 16 B, values 4 KiB, 4 MiB memtables and SST files, 16 MiB L1, 4 levels, "
