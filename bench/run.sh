@@ -87,8 +87,10 @@ export BENCH_DATA=$data
 traces=()
 touch "$out/record-times.tsv"
 # Each workload runs on a device it nearly fills (≈ 1.5× its peak of live
-# data, measured in earlier runs), like the paper's emulator (7.2 GB of
-# RocksDB data on 12 GB): the workload's own data ages the device.
+# data for RocksDB, 3–5× for the small SQLite and gcc file systems, whose
+# journal and metadata need room; measured in earlier runs), like the
+# paper's emulator (7.2 GB of RocksDB data on 12 GB): the workload's own
+# data ages the device.
 device_size() {
   case "$1" in
     rocksdb-ur) echo 448M ;;
