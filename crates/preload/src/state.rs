@@ -15,7 +15,7 @@ use crate::tls::{self, Thread};
 use crate::{files, hint, modules, real, record, signature};
 use std::ffi::CStr;
 use std::sync::atomic::{
-    AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering,
+    AtomicBool, AtomicI32, AtomicPtr, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering,
 };
 use std::sync::OnceLock;
 
@@ -43,6 +43,9 @@ struct Hot {
     /// Changes of the per-inode hint cache (`hint.rs`): a descriptor's
     /// copy of its inode's hint is good while this has not moved.
     hint_epoch: AtomicU32,
+    /// Offset of the per-thread state from the thread pointer (`tls.rs`;
+    /// 0: not known yet).
+    tls_off: AtomicI32,
     flush_ns: AtomicU64,
     /// The current module table (`modules.rs`).
     table: AtomicPtr<Table>,
@@ -61,6 +64,7 @@ static HOT: Hot = Hot {
     scan_words: AtomicU32::new(512),
     fork_gen: AtomicU32::new(1),
     hint_epoch: AtomicU32::new(1),
+    tls_off: AtomicI32::new(0),
     flush_ns: AtomicU64::new(100_000_000),
     table: AtomicPtr::new(std::ptr::null_mut()),
     fns: [
@@ -104,6 +108,19 @@ pub fn hint_epoch() -> u32 {
 /// After a change to the per-inode hint cache.
 pub fn bump_hint_epoch() {
     HOT.hint_epoch.fetch_add(1, Ordering::Release);
+}
+
+/// The per-thread state's offset from the thread pointer (0: not known
+/// yet), and setting it (init).
+#[inline(always)]
+pub fn tls_off() -> i32 {
+    HOT.tls_off.load(Ordering::Relaxed)
+}
+
+fn set_tls_off(off: isize) {
+    if let Ok(o) = i32::try_from(off) {
+        HOT.tls_off.store(o, Ordering::Relaxed);
+    }
 }
 
 /// The current module table's slot (kept in the hot line; `modules.rs`
@@ -320,6 +337,7 @@ fn open_trace_file(start_mono_ns: u64) {
 /// `argv` must be null or a null-terminated array of C strings.
 pub unsafe fn init(argc: i32, argv: *const *const libc::c_char) {
     tls::with(|t| t.in_shim.set(true));
+    set_tls_off(tls::offset());
     real::resolve_all();
     let fns = [
         real::WRITE.addr(),

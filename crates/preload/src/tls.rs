@@ -6,8 +6,9 @@
 //! A Rust thread-local in a shared object is reached through a call to
 //! `__tls_get_addr` (general-dynamic model: its code, the thread's DTV and
 //! the loader's TLS generation, several cache lines). The block in
-//! `thread.c` is initial-exec, so [`with`] is two instructions: the
-//! block's offset from the thread pointer (one GOT word) plus `%fs:0`.
+//! `thread.c` is initial-exec, so [`with`] is `%fs:0` plus the block's
+//! offset from the thread pointer (a GOT word, copied at init into the
+//! write path's hot line in `state.rs`).
 //! An intercepted call reaches it once (the re-entrancy guard in
 //! `state.rs` keeps a pointer to it) and hands it down to the signature
 //! capture and the event batch.
@@ -100,22 +101,54 @@ extern "C" {
     static pcstream_thread_state: u8;
 }
 
+/// The thread pointer (`%fs:0`).
+#[inline(always)]
+fn thread_pointer() -> usize {
+    let tp: usize;
+    // SAFETY: on x86-64 Linux `%fs:0` holds the thread pointer itself.
+    unsafe {
+        core::arch::asm!(
+            "mov {tp}, qword ptr fs:[0]",
+            tp = out(reg) tp,
+            options(pure, readonly, nostack, preserves_flags),
+        )
+    };
+    tp
+}
+
+/// This thread's state block, through its GOT word.
+#[inline(always)]
+fn from_got() -> usize {
+    let off: usize;
+    // SAFETY: initial-exec TLS access to a symbol defined in thread.c as
+    // `__thread` with that model: the GOT word holds the block's offset
+    // from the thread pointer.
+    unsafe {
+        core::arch::asm!(
+            "mov {off}, qword ptr [rip + {s}@GOTTPOFF]",
+            off = out(reg) off,
+            s = sym pcstream_thread_state,
+            options(pure, readonly, nostack, preserves_flags),
+        )
+    };
+    thread_pointer().wrapping_add(off)
+}
+
+/// The state block's offset from the thread pointer (the same in every
+/// thread); `state.rs` keeps it in the write path's hot line, which saves
+/// reading the GOT's line.
+pub fn offset() -> isize {
+    from_got().wrapping_sub(thread_pointer()) as isize
+}
+
 /// This thread's state block.
 #[inline(always)]
 fn current() -> *const Thread {
-    let p: usize;
-    // SAFETY: initial-exec TLS access to a symbol defined in thread.c as
-    // `__thread` with that model: the GOT word holds the block's offset
-    // from the thread pointer, `%fs:0` is the thread pointer itself. Reads
-    // only memory that is constant for the thread.
-    unsafe {
-        core::arch::asm!(
-            "mov {p}, qword ptr [rip + {s}@GOTTPOFF]",
-            "add {p}, qword ptr fs:[0]",
-            p = out(reg) p,
-            s = sym pcstream_thread_state,
-            options(pure, readonly, nostack),
-        )
+    let off = crate::state::tls_off();
+    let p = if off != 0 {
+        thread_pointer().wrapping_add(off as isize as usize)
+    } else {
+        from_got()
     };
     p as *const Thread
 }
