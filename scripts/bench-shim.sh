@@ -11,12 +11,25 @@
 #   defaults: 15 rounds, 200000 writes of 4096 bytes; "scattered": pwrite()s
 #   that never continue each other (one event per write in record mode)
 #   instead of a sequential write() loop (coalesced into runs)
+#        scripts/bench-shim.sh lines [scattered]
+#   what one write costs in user space, counted (not timed) under
+#   valgrind's lackey: per configuration, the median over the second block
+#   of 1024 writes of the instructions executed and the distinct cache lines
+#   and pages touched (code and data) from one call of the program's write
+#   wrapper to the next. Repeatable whatever the machine load; the kernel's
+#   side (which evicts those lines) is not in it.
 # Environment: CARGO_TARGET_DIR as for cargo; TMPFS (default /dev/shm);
 #   BASELINE_SHIM=path/to/another/libpcstream.so adds its mapping and record
 #   configurations ("mapping@base", "record@base") to every round: an A/B of
 #   two builds under the same machine load.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+MODE=time
+if [[ ${1:-} == lines ]]; then
+    MODE=lines
+    shift
+    set -- 1 2048 4096 "$@"
+fi
 ROUNDS=${1:-15}
 COUNT=${2:-200000}
 SIZE=${3:-4096}
@@ -36,10 +49,70 @@ run() { # name, env...
     env -u LD_PRELOAD PCSTREAM_SOCKET=/nonexistent "$@" "$WORK/bench" "$FILE" "$SIZE" "$COUNT" $PATTERN
 }
 
+# Per-write instructions, lines and pages from a lackey trace; iterations
+# start at each entry into the program's `put` (its address in the trace
+# ends like its address in the binary and runs once per write).
+lines_of() { # log
+    python3 - "$1" "$(nm "$WORK/bench" | awk '$3 == "put" {print $1}')" "$COUNT" <<'PY'
+import sys
+from collections import Counter
+log, put, count = sys.argv[1], int(sys.argv[2], 16), int(sys.argv[3])
+ins = Counter()
+for line in open(log):
+    if line.startswith("I  "):
+        ins[int(line[3:].split(",")[0], 16)] += 1
+entry = [a for a, c in ins.items() if a & 0xFFF == put & 0xFFF and c == count]
+assert len(entry) == 1, "cannot find put() in the trace"
+entry = entry[0]
+its, cur = [], None
+for line in open(log):
+    kind = line[:2]
+    if kind not in ("I ", " L", " S", " M"):
+        continue
+    a, n = line[3:].split(",")
+    a, n = int(a, 16), int(n)
+    if kind == "I " and a == entry:
+        if cur:
+            its.append(cur)
+        cur = [0, set(), set(), set(), set()]
+    if cur is None:
+        continue
+    i = 1 if kind == "I " else 2
+    cur[0] += kind == "I "
+    cur[i].update((a >> 6, (a + n - 1) >> 6))
+    cur[i + 2].add(a >> 12)
+steady = sorted(its[1024:2047], key=lambda c: c[0])
+med = steady[len(steady) // 2]
+print(med[0], len(med[1]), len(med[2]), len(med[3]), len(med[4]))
+PY
+}
+
 CONFIGS="plain passthrough mapping record"
 if [[ -n ${BASELINE_SHIM:-} ]]; then
     BASE=$(realpath "$BASELINE_SHIM")
     CONFIGS+=" mapping@base record@base"
+fi
+
+if [[ $MODE == lines ]]; then
+    command -v valgrind >/dev/null || { echo "lines: valgrind is needed" >&2; exit 1; }
+    printf '%d x %s(%d B), per write (median), counted with valgrind --tool=lackey\n' \
+        "$COUNT" "$([[ -n $PATTERN ]] && echo "scattered pwrite" || echo write)" "$SIZE"
+    printf '%-12s %8s %8s %8s %8s %8s\n' config instr I-lines D-lines I-pages D-pages
+    for c in $CONFIGS; do
+        shim=$SHIM
+        [[ $c == *@base ]] && shim=$BASE
+        case $c in
+        plain) envs=() ;;
+        passthrough) envs=(LD_PRELOAD="$shim") ;;
+        mapping*) envs=(LD_PRELOAD="$shim" PCSTREAM_MAP="$WORK/map") ;;
+        record*) rm -rf "$WORK/rec"; envs=(LD_PRELOAD="$shim" PCSTREAM_RECORD_DIR="$WORK/rec") ;;
+        esac
+        env -u LD_PRELOAD PCSTREAM_SOCKET=/nonexistent "${envs[@]}" valgrind --tool=lackey --trace-mem=yes \
+            --log-file="$WORK/lackey.log" "$WORK/bench" "$FILE" "$SIZE" "$COUNT" $PATTERN >/dev/null
+        printf '%-12s %8s %8s %8s %8s %8s\n' "$c" $(lines_of "$WORK/lackey.log")
+        rm -f "$WORK/lackey.log"
+    done
+    exit 0
 fi
 
 LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
