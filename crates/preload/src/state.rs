@@ -262,13 +262,6 @@ fn set_hot(c: &Config) {
     HOT.flush_ns.store(c.flush_ns, Ordering::Relaxed);
 }
 
-/// Whether the shim is active (initialised, neither disabled nor with
-/// nothing to do).
-#[inline(always)]
-pub fn active() -> bool {
-    HOT.state.load(Ordering::Acquire) == ACTIVE
-}
-
 /// Whether events are produced (a trace file or a daemon socket).
 #[inline(always)]
 pub fn events_on() -> bool {

@@ -204,8 +204,8 @@ fn name_file(fd: c_int, info: files::FdInfo) {
 /// table knows (a regular file already named in the trace, its position
 /// tracked or the offset given on a descriptor known not to append), a
 /// call path the caches knew, events on. Everything else goes to
-/// [`write_general`]. Out of line, so that the entry points' code before
-/// the syscall stays small.
+/// [`write_general`]. This function itself is out of line, so that the
+/// entry points' code before the syscall stays small.
 ///
 /// # Safety
 /// `rec` is the entry trampoline's frame record on this thread's stack.
