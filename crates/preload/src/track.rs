@@ -639,6 +639,35 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_write_sees_the_inode_hint_as_it_is_now() {
+        use std::os::fd::AsRawFd;
+        let f = tempfile::tempfile().unwrap();
+        // SAFETY: zeroed stat is valid; fstat fills it.
+        let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        // SAFETY: valid descriptor and buffer.
+        assert_eq!(unsafe { libc::fstat(f.as_raw_fd(), &mut st) }, 0);
+        // The entry lives at a number of its own (the table is per number).
+        let fd = 4020;
+        files::set(fd, &st, libc::O_WRONLY, true);
+        let info = files::get(fd).unwrap();
+        hint::remember(info.id, 2);
+        assert_eq!(inode_hint(fd, info, 0), 2);
+        assert_eq!(inode_hint(fd, info, 0), 2, "from the descriptor's copy");
+        // The application (or another thread) changes the inode's hint.
+        hint::remember(info.id, 4);
+        assert_eq!(inode_hint(fd, info, 0), 4, "the copy is not used stale");
+        // A call path mapped to stream 3 (LONG = 4): already there, no fcntl
+        // (fd 4020 is not open: a fcntl would fail and keep the old hint).
+        assert_eq!(inode_hint(fd, info, 3), 4);
+        // Stream 1 (SHORT) is not there: F_SET_RW_HINT on a descriptor that
+        // is not open fails, so the inode keeps what it had.
+        assert_eq!(inode_hint(fd, info, 1), 4);
+        hint::forget(info.id);
+        assert_eq!(inode_hint(fd, info, 0), 0, "forgotten: unknown");
+        files::clear(fd);
+    }
+
+    #[test]
     fn stream_hints_are_the_placement_crates() {
         for s in 1..10 {
             assert_eq!(stream_hint(s), RwHint::for_stream(s).raw(), "stream {s}");
