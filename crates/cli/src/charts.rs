@@ -150,12 +150,7 @@ fn bars(
         .disable_x_mesh()
         .x_labels(n + 1)
         .x_label_formatter(&move |x: &f64| {
-            let i = x.round();
-            if (x - i).abs() < 1e-6 && i >= 0.0 && (i as usize) < names.len() {
-                names[i as usize].clone()
-            } else {
-                String::new()
-            }
+            category_at(*x, names.len()).map_or_else(String::new, |i| names[i].clone())
         })
         .y_desc(y_desc)
         .draw()
@@ -206,6 +201,13 @@ fn bars(
     }
     root.present().map_err(err)?;
     Ok(())
+}
+
+/// The category (bar group, stream) an x-axis tick stands for: ticks sit at
+/// the integers `0..n`; anything between them gets no label.
+fn category_at(x: f64, n: usize) -> Option<usize> {
+    let i = x.round();
+    ((x - i).abs() < 1e-6 && i >= 0.0 && (i as usize) < n).then_some(i as usize)
 }
 
 const PALETTE: [RGBColor; 8] = [
@@ -260,12 +262,7 @@ fn all_traces(path: &Path, report: &Report, internal: bool) -> anyhow::Result<()
         .disable_x_mesh()
         .x_labels(n + 1)
         .x_label_formatter(&move |x: &f64| {
-            let i = x.round();
-            if (x - i).abs() < 1e-6 && i >= 0.0 && (i as usize) < names.len() {
-                names[i as usize].clone()
-            } else {
-                String::new()
-            }
+            category_at(*x, names.len()).map_or_else(String::new, |i| names[i].clone())
         })
         .y_desc("write amplification")
         .draw()
@@ -376,12 +373,7 @@ fn panel(
         .disable_x_mesh()
         .x_labels(streams + 1)
         .x_label_formatter(&|x: &f64| {
-            let i = x.round();
-            if (x - i).abs() < 1e-6 && i >= 0.0 {
-                format!("{i:.0}")
-            } else {
-                String::new()
-            }
+            category_at(*x, streams).map_or_else(String::new, |i| i.to_string())
         })
         .x_desc("stream")
         .y_label_formatter(&|y: &f64| format!("{y:.0e}"))
