@@ -292,6 +292,19 @@ fn waf(t: &TraceReport, policy: &str, internal: bool) -> f64 {
         .waf
 }
 
+/// The oracle's WAF is no worse than any run's (internal streams off).
+fn assert_oracle_is_best(t: &TraceReport) {
+    let oracle = waf(t, "oracle", false);
+    for r in &t.runs {
+        assert!(
+            oracle <= r.waf + 1e-9,
+            "oracle {oracle} > {} {}",
+            r.policy,
+            r.waf
+        );
+    }
+}
+
 fn model_trace(dir: &Path) -> PathBuf {
     let p = dir.join("files.pcstrace");
     let mut b = Builder::new(&p, None);
@@ -324,14 +337,8 @@ fn model_trace_pcstream_beats_baseline_and_oracle_is_best() {
         "the workload must make GC work: baseline WAF {base}"
     );
     assert!(pcs < base * 0.9, "pcstream {pcs} vs baseline {base}");
-    let oracle = waf(t, "oracle", false);
+    assert_oracle_is_best(t);
     for r in &t.runs {
-        assert!(
-            oracle <= r.waf + 1e-9,
-            "oracle {oracle} > {} {}",
-            r.policy,
-            r.waf
-        );
         assert_eq!(r.host_pages, t.join.write_pages, "{}", r.policy);
     }
     // Baseline puts everything in stream 0; pcstream learns both signatures.
@@ -385,15 +392,7 @@ fn ground_truth_trace_is_joined_and_separated() {
     let base = waf(t, "baseline", false);
     let pcs = waf(t, "pcstream", false);
     assert!(pcs < base * 0.9, "pcstream {pcs} vs baseline {base}");
-    let oracle = waf(t, "oracle", false);
-    for r in &t.runs {
-        assert!(
-            oracle <= r.waf + 1e-9,
-            "oracle {oracle} > {} {}",
-            r.policy,
-            r.waf
-        );
-    }
+    assert_oracle_is_best(t);
     // The same trace through the model is reported as such.
     let opts = Options {
         model: true,
