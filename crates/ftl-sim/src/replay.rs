@@ -331,6 +331,17 @@ impl Replay {
         Ok(r)
     }
 
+    /// Takes over what a derived replay (its operations rewritten) keeps
+    /// from `from`: file names, round marks, run mode, ageing and the
+    /// pre-confinement footprint.
+    fn keep_context_of(&mut self, from: &Replay) {
+        self.confined_from = from.confined_from;
+        self.file_names = from.file_names.clone();
+        self.marks = from.marks.clone();
+        self.run_mode = from.run_mode;
+        self.ageing = from.ageing.clone();
+    }
+
     /// Builds a replay from operations directly (tests, synthetic traces),
     /// computing deaths and statistics.
     pub fn from_ops(ops: Vec<Op>, logical_pages: u64, source: Source) -> Result<Replay, String> {
@@ -1261,11 +1272,8 @@ pub fn confine(replay: &Replay, hot_pages: u64) -> Result<Replay, String> {
     }
     let logical = replay.logical_pages.max(hot_pages).max(1);
     let mut r = finish(ops, logical, replay.source, replay.stats.clone())?;
+    r.keep_context_of(replay);
     r.confined_from = Some(replay.footprint_pages);
-    r.file_names = replay.file_names.clone();
-    r.marks = replay.marks.clone();
-    r.run_mode = replay.run_mode;
-    r.ageing = replay.ageing.clone();
     Ok(r)
 }
 
@@ -1306,11 +1314,7 @@ pub fn without_trims(replay: &Replay) -> Result<Replay, String> {
         replay.source,
         replay.stats.clone(),
     )?;
-    r.confined_from = replay.confined_from;
-    r.file_names = replay.file_names.clone();
-    r.marks = replay.marks.clone();
-    r.run_mode = replay.run_mode;
-    r.ageing = replay.ageing.clone();
+    r.keep_context_of(replay);
     Ok(r)
 }
 
