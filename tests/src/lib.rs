@@ -75,6 +75,20 @@ pub fn pcstreamctl() -> PathBuf {
     artifact("pcstreamctl", "pcstreamctl")
 }
 
+/// What `pcstreamctl record --device-trace` needs: root (loop devices,
+/// mount, tracefs; as another user this panics naming `who`, never skips)
+/// and the file-system tools, installed when missing.
+pub fn require_device_trace(who: &str) {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let uid = unsafe { libc::geteuid() };
+    assert_eq!(
+        uid, 0,
+        "{who} need root: --device-trace uses loop devices, mount and tracefs"
+    );
+    require_tool("mkfs.ext4", "e2fsprogs");
+    require_tool("losetup", "mount");
+}
+
 /// Makes sure `cmd` is on PATH: installs Debian `package` with apt-get when
 /// running as root, otherwise panics naming the package to install.
 pub fn require_tool(cmd: &str, package: &str) {

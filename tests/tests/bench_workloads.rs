@@ -11,7 +11,7 @@
 //! naming that, never skips. Runs one recording at a time.
 
 use ftl_sim::replay::{Replay, ReplayOptions, Source};
-use pcstream_tests::require_tool;
+use pcstream_tests::{require_device_trace, require_tool};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::{Mutex, OnceLock};
@@ -63,18 +63,12 @@ fn data() -> &'static Path {
 fn record_and_check(workload: &str) {
     static ONE: Mutex<()> = Mutex::new(());
     let _one = ONE.lock().unwrap_or_else(|e| e.into_inner());
-    // SAFETY: geteuid has no preconditions.
-    let uid = unsafe { libc::geteuid() };
-    assert_eq!(
-        uid, 0,
-        "bench workloads are recorded with --device-trace: needs root"
-    );
+    require_device_trace("bench workloads (recorded with --device-trace)");
     for (cmd, pkg) in [
         ("db_bench", "rocksdb-tools"),
         ("sqlite3", "sqlite3"),
         ("gcc", "gcc"),
         ("make", "make"),
-        ("mkfs.ext4", "e2fsprogs"),
     ] {
         require_tool(cmd, pkg);
     }

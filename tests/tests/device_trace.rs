@@ -19,21 +19,14 @@ mod app_common;
 use ftl_sim::replay::{self, Op, Replay, ReplayOptions, Source, WriteClass};
 use ftl_sim::{Config, Geometry, Ssd};
 use pcstream_placement::policy::Baseline;
-use pcstream_tests::require_tool;
+use pcstream_tests::{require_device_trace, require_tool};
 use std::collections::{BTreeSet, HashSet};
 use std::process::Command;
 
 #[test]
 fn db_bench_device_writes_are_attributed_and_deletions_trim() {
-    // SAFETY: geteuid has no preconditions.
-    let uid = unsafe { libc::geteuid() };
-    assert_eq!(
-        uid, 0,
-        "device-trace tests need root (loop devices, mount, tracefs)"
-    );
+    require_device_trace("device-trace tests");
     require_tool("db_bench", "rocksdb-tools");
-    require_tool("mkfs.ext4", "e2fsprogs");
-    require_tool("losetup", "mount");
     pcstream_tests::shim();
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("rec");
@@ -196,14 +189,7 @@ fn db_bench_device_writes_are_attributed_and_deletions_trim() {
 
 #[test]
 fn a_recorded_fill_ages_the_simulated_device_and_is_not_measured() {
-    // SAFETY: geteuid has no preconditions.
-    let uid = unsafe { libc::geteuid() };
-    assert_eq!(
-        uid, 0,
-        "device-trace tests need root (loop devices, mount, tracefs)"
-    );
-    require_tool("mkfs.ext4", "e2fsprogs");
-    require_tool("losetup", "mount");
+    require_device_trace("device-trace tests");
     pcstream_tests::shim();
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("rec");
