@@ -107,6 +107,7 @@ device_size() {
 for wl in "${workloads[@]}"; do
   size=$(device_size "$wl")
   rm -rf "${out:?}/$wl"
+  # This workload's earlier times go; each recording appends its own.
   { grep -v "^$wl[/	]" "$out/record-times.tsv" || true; } >"$out/times.tmp"
   mv "$out/times.tmp" "$out/record-times.tsv"
   for r in $(seq 1 "$repeats"); do
@@ -115,8 +116,7 @@ for wl in "${workloads[@]}"; do
     "$ctl" record --force --device-trace --device-size "$size" -o "$out/$wl/r$r" -- \
       bash "$here/workloads.sh" "$wl" "$scale" 2> >(tail -3 >&2)
     ms=$(( ($(date +%s%N) - t0) / 1000000 ))
-    { grep -v "^$wl/r$r	" "$out/record-times.tsv" || true; printf '%s\t%s\n' "$wl/r$r" "$ms"; } >"$out/times.tmp"
-    mv "$out/times.tmp" "$out/record-times.tsv"
+    printf '%s\t%s\n' "$wl/r$r" "$ms" >>"$out/record-times.tsv"
   done
 done
 for wl in "${all[@]}"; do
