@@ -277,8 +277,8 @@ def main() -> int:
         c, k, wm = (mean(x) for x in fig13["gcc"])
         w(f"On gcc, stream 0 takes {c:.0%} of the writes with the table cleared at every build, {k:.0%} with it kept "
           f"over one trace and {wm:.0%} kept after a warm-up pass (paper: 16% cleared, 9% with the full table). "
-          "pcstream's mapper re-clusters at most every 16384 pages written (docs/placement.md), so within short "
-          "builds few streams get assigned unless the table survives from earlier builds.\n")
+          "A signature stays in stream 0 until some of its data has died (or, censored, until it has written for "
+          "16384 pages; docs/placement.md), so a build's first writes by a signature never seen before go there.\n")
 
     w("## 4 streams (the four F_SET_RW_HINT classes) against 8 (WAF, internal streams off)\n")
     w("| workload | " + " | ".join(f"{p} 4 / 8" for p in POL) + " |")

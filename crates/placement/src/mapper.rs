@@ -16,10 +16,13 @@
 //! unknown stream. The paper has no such rule; `censor = false` turns it off.
 //!
 //! Re-clustering (paper §5.2: "when 10% of the PC lifetime entries changed"):
-//! at most once per `min_interval` pages the mapper compares each signature's
-//! feature with the one it had at the last clustering; a signature counts as
-//! changed when it is new or moved by at least `change_threshold_log2` (1.0 =
-//! a factor of two). When at least `change_fraction` (10%) of the signatures
+//! at check points the mapper compares each signature's feature with the one
+//! it had at the last clustering. Checks are spaced `now / 4` pages apart, at
+//! least `first_interval` and at most `check_interval`: a young run (a
+//! compiler's first MiB) is mapped within a few checks, a long one is checked
+//! every `check_interval` pages, so the work stays bounded. A signature
+//! counts as changed when it is new or moved by at least
+//! `change_threshold_log2` (1.0 = a factor of two). When at least `change_fraction` (10%) of the signatures
 //! changed, it re-clusters. Everything is deterministic: signatures are visited
 //! in sorted order and k-means is seeded.
 //!
@@ -47,9 +50,13 @@ use std::collections::HashMap;
 pub struct MapperConfig {
     /// Seed of k-means++ initialisation. Default 0x5eed.
     pub seed: u64,
-    /// Minimum logical time (pages) between two re-cluster checks. Default
-    /// 16384 (64 MiB written).
-    pub min_interval: u64,
+    /// Shortest spacing (pages) of re-cluster checks, used while the run is
+    /// young (see the module docs). Default 256 (1 MiB written).
+    pub first_interval: u64,
+    /// Longest spacing (pages) of re-cluster checks, reached once `now / 4`
+    /// exceeds it. Default 16384 (64 MiB written).
+    #[serde(alias = "min_interval")]
+    pub check_interval: u64,
     /// Fraction of signatures that must have changed to re-cluster. Default 0.10.
     pub change_fraction: f64,
     /// How far (log2 units) a feature must move to count as changed. Default 1.0.
@@ -69,7 +76,8 @@ impl Default for MapperConfig {
     fn default() -> Self {
         MapperConfig {
             seed: 0x5eed,
-            min_interval: 16384,
+            first_interval: 256,
+            check_interval: 16384,
             change_fraction: 0.10,
             change_threshold_log2: 1.0,
             censor: true,
@@ -385,7 +393,11 @@ impl Mapper {
     }
 
     fn check(&mut self, lm: &LifetimeManager, now: u64) -> bool {
-        self.next_check = now.saturating_add(self.cfg.min_interval.max(1));
+        let step = (now / 4)
+            .max(self.cfg.first_interval)
+            .min(self.cfg.check_interval)
+            .max(1);
+        self.next_check = now.saturating_add(step);
         let feats = self.features(lm, now);
         if feats.is_empty() {
             return false;
@@ -539,7 +551,7 @@ mod tests {
     fn unknown_signatures_map_to_stream_zero_and_order_follows_lifetime() {
         let mut m = lm();
         let cfg = MapperConfig {
-            min_interval: 10,
+            check_interval: 10,
             censor: false,
             ..Default::default()
         };
@@ -563,12 +575,12 @@ mod tests {
     }
 
     #[test]
-    fn ten_percent_rule_and_min_interval() {
+    fn ten_percent_rule_and_check_interval() {
         let mut m = lm();
         let mut map = Mapper::new(
             3,
             MapperConfig {
-                min_interval: 100,
+                check_interval: 100,
                 censor: false,
                 ..Default::default()
             },
@@ -594,12 +606,54 @@ mod tests {
     }
 
     #[test]
+    fn young_runs_are_checked_often_and_long_runs_at_the_check_interval() {
+        let mut m = lm();
+        let mut map = Mapper::new(
+            3,
+            MapperConfig {
+                censor: false,
+                ..Default::default()
+            },
+        );
+        assert_eq!(map.config().first_interval, 256);
+        assert_eq!(map.config().check_interval, 16384);
+        // Two signatures whose data dies within the first MiB written: a
+        // default mapper places them long before 16384 pages.
+        let mut t = 0;
+        let mut mapped_at = None;
+        while t < 4096 && mapped_at.is_none() {
+            m.write(LBA_SPACE, t % 2, 1, 1, t); // dies after 2 pages
+            m.write(LBA_SPACE, 100 + (t / 64) % 2, 1, 2, t + 1); // ≈ 128 pages
+            t += 2;
+            if map.maybe_recluster(&m, t) {
+                mapped_at = Some(t);
+            }
+        }
+        let at = mapped_at.expect("mapped within 4096 pages");
+        assert!(at <= 512, "first mapping at {at}");
+        assert_eq!(map.stream(1), 1);
+        assert_eq!(map.stream(2), 2);
+        // Past 4 × 16384 pages checks are 16384 apart: nothing is looked at
+        // in between, however much changes.
+        assert!(!map.maybe_recluster(&m, 100_000), "nothing changed");
+        m.write(LBA_SPACE, 500, 1, 3, 100_001);
+        m.write(LBA_SPACE, 500, 1, 3, 100_003);
+        assert!(!map.maybe_recluster(&m, 100_004), "checked too early");
+        assert!(!map.maybe_recluster(&m, 116_383), "checked too early");
+        assert!(
+            map.maybe_recluster(&m, 116_384),
+            "new signature after the interval"
+        );
+        assert_ne!(map.stream(3), 0);
+    }
+
+    #[test]
     fn censored_estimate_places_never_dying_data_last() {
         let mut m = lm();
         let mut map = Mapper::new(
             3,
             MapperConfig {
-                min_interval: 10,
+                check_interval: 10,
                 censor_min_age: 100,
                 ..Default::default()
             },

@@ -144,7 +144,7 @@ mod tests {
                 ..Default::default()
             },
             mapper: MapperConfig {
-                min_interval: 64,
+                check_interval: 64,
                 censor_min_age: 256,
                 ..Default::default()
             },

@@ -135,9 +135,9 @@ impl PolicyConfig {
             "in (0, 1]",
         )?;
         check(
-            "pcstream.mapper.min_interval",
-            m.min_interval,
-            m.min_interval >= 1,
+            "pcstream.mapper.check_interval",
+            m.check_interval,
+            m.check_interval >= 1,
             "at least 1",
         )?;
         check(
@@ -250,7 +250,7 @@ mod tests {
             streams in 1u32..10,
         ) {
             let mut cfg = PolicyConfig { streams, ..Default::default() };
-            cfg.pcstream.mapper.min_interval = 8;
+            cfg.pcstream.mapper.check_interval = 8;
             cfg.pcstream.lifetime.max_entries = 64;
             for name in POLICY_NAMES {
                 let mut p = build(name, &cfg).unwrap();

@@ -279,7 +279,7 @@ fn small_opts(internal: InternalMode) -> Options {
         fs_pages: Some(7300),
         ..Options::default()
     };
-    o.policy_config.pcstream.mapper.min_interval = 2048;
+    o.policy_config.pcstream.mapper.check_interval = 2048;
     o.policy_config.pcstream.mapper.censor_min_age = 2048;
     o
 }
