@@ -67,10 +67,11 @@ fi
 ctl=$target/release/pcstreamctl
 [ -x "$ctl" ] || { echo "bench/run.sh: $ctl missing (build failed?)" >&2; exit 1; }
 
+# gcc code base (gen_cbase.py): FILES FUNCS TYPES TREE_MIB.
 if [ $scale = quick ]; then
-  files=12 warehouses=1 txns=300
+  files=(12 12 40 0) warehouses=1 txns=300
 else
-  files=24 warehouses=4 txns=2500
+  files=(48 12 40 36) warehouses=4 txns=2500
 fi
 all=(rocksdb-ur rocksdb-ar rocksdb-fr rocksdb-ycsba sqlite-tpcc gcc mixed-rocksdb-gcc mixed-sqlite-gcc)
 workloads=("${all[@]}")
@@ -80,7 +81,7 @@ if [ -n "$only" ]; then IFS=, read -r -a workloads <<<"$only"; fi
 mkdir -p "$out"
 data=$out/data
 rm -rf "$data"; mkdir -p "$data"
-python3 "$here/gen_cbase.py" "$data/cbase" "$files" 12
+python3 "$here/gen_cbase.py" "$data/cbase" "${files[@]}"
 python3 "$here/gen_tpcc.py" "$warehouses" "$txns" >"$data/tpcc.sql"
 export BENCH_DATA=$data
 
@@ -98,9 +99,9 @@ device_size() {
     rocksdb-fr) echo 576M ;;
     rocksdb-ycsba) echo 256M ;;
     sqlite-tpcc) echo 40M ;;
-    gcc) echo 24M ;;
-    mixed-rocksdb-gcc) echo 256M ;;
-    mixed-sqlite-gcc) echo 64M ;;
+    gcc) echo 64M ;;
+    mixed-rocksdb-gcc) echo 320M ;;
+    mixed-sqlite-gcc) echo 96M ;;
     *) echo 1G ;;
   esac
 }

@@ -16,7 +16,7 @@ data=${BENCH_DATA:?BENCH_DATA must name the prepared data directory}
 if [ "$scale" = quick ]; then
   KEYS=3000 ROUNDS=2
 else
-  KEYS=40000 ROUNDS=12
+  KEYS=40000 ROUNDS=29
 fi
 
 # RocksDB: the paper's scaled emulator set-up (base file 8 MB, 8 KB values, 4
@@ -32,14 +32,23 @@ rocks() {
     --histogram=0 "$@" >/dev/null 2>&1
 }
 
-# gcc/make: ROUNDS partial rebuilds after a full build, a third of the
-# sources edited per round (the paper's kernel-build scenario, scaled).
+# gcc/make: a full build, then ROUNDS partial rebuilds, each after editing a
+# random third of the sources (the paper's kernel-build scenario: 30 builds,
+# scaled; full scale is 1 + 29 builds). The code base (bench/run.sh's
+# `files=`) includes a source tree the build never compiles, which takes its
+# share of the device like a kernel tree's unconfigured sources.
 gcc_rounds() {
   local dir=$1
   cp -r "$data/cbase" "$dir"
+  # gcc's temporary files (the .s between cc1 and as, collect2's) go where
+  # they would in the paper's setting: Debian's /tmp is on the root disk,
+  # i.e. the same SSD as the build. `record --device-trace` already points
+  # TMPDIR into its file system; set here too, so the workload is the same
+  # wherever it runs.
+  mkdir -p "$dir/tmp"
   # A marker file per build: `compare --clear-at-marks` empties the
   # policies' tables there (paper Fig. 13, "PC table cleared").
-  (cd "$dir" && echo 0 >round-0.pcstream-mark && make -s -j2 >/dev/null
+  (cd "$dir" && export TMPDIR=$PWD/tmp && echo 0 >round-0.pcstream-mark && make -s -j2 >/dev/null
    for r in $(seq 1 "$ROUNDS"); do
      sh touch.sh "$r"; echo "$r" >"round-$r.pcstream-mark"; make -s -j2 >/dev/null
    done)
