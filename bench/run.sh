@@ -69,9 +69,9 @@ ctl=$target/release/pcstreamctl
 
 # gcc code base (gen_cbase.py): FILES FUNCS TYPES TREE_MIB.
 if [ $scale = quick ]; then
-  files=(12 12 40 0) warehouses=1 txns=300
+  files=(12 4 10 0) warehouses=1 txns=300
 else
-  files=(48 12 40 36) warehouses=4 txns=2500
+  files=(96 4 10 36) warehouses=4 txns=2500
 fi
 all=(rocksdb-ur rocksdb-ar rocksdb-fr rocksdb-ycsba sqlite-tpcc gcc mixed-rocksdb-gcc mixed-sqlite-gcc)
 workloads=("${all[@]}")
@@ -88,10 +88,11 @@ export BENCH_DATA=$data
 traces=()
 touch "$out/record-times.tsv"
 # Each workload runs on a device it nearly fills (≈ 1.5× its peak of live
-# data for RocksDB, 3–5× for the small SQLite and gcc file systems, whose
-# journal and metadata need room; measured in earlier runs), like the
-# paper's emulator (7.2 GB of RocksDB data on 12 GB): the workload's own
-# data ages the device.
+# data for RocksDB, 3–5× for the small SQLite file system, whose journal and
+# metadata need room; gcc: its code base's uncompiled tree and the build's
+# peak take ≈ 85% of the file system, its footprint ≈ 90% of the device;
+# measured in earlier runs), like the paper's emulator (7.2 GB of RocksDB
+# data on 12 GB): the workload's own data ages the device.
 device_size() {
   case "$1" in
     rocksdb-ur) echo 448M ;;
@@ -100,7 +101,7 @@ device_size() {
     rocksdb-ycsba) echo 256M ;;
     sqlite-tpcc) echo 40M ;;
     gcc) echo 64M ;;
-    mixed-rocksdb-gcc) echo 320M ;;
+    mixed-rocksdb-gcc) echo 288M ;;
     mixed-sqlite-gcc) echo 96M ;;
     *) echo 1G ;;
   esac
