@@ -25,7 +25,7 @@ DESC = {
     "rocksdb-fr": "db_bench fillrandom, 2× the keys (FR)",
     "rocksdb-ycsba": "db_bench fillrandom + readrandomwriterandom 50/50 (YCSB-A-like)",
     "sqlite-tpcc": "sqlite3 CLI, TPC-C-like mix (new-order 45%, payment 43%, order-status, delivery, stock-level 4% each)",
-    "gcc": "synthetic C code base: full build + 12 partial rebuilds, ⅓ of the sources edited per round (gcc -O2 -g, make -j2)",
+    "gcc": "synthetic C code base (96 units, thin archive, 36 MiB of uncompiled tree): full build + 29 rebuilds, a random ⅓ of the sources edited per round (gcc -O2 -g, make -j2)",
     "mixed-rocksdb-gcc": "db_bench UR (half the keys) and the gcc rounds at the same time",
     "mixed-sqlite-gcc": "SQLite TPC-C-like and the gcc rounds at the same time",
 }
