@@ -149,6 +149,13 @@ echo "== compare (5 streams: default + the four F_SET_RW_HINT classes)" >&2
 "$ctl" compare "${traces[@]}" "${sim[@]}" --trim off --streams 5 --json >"$out/compare-4streams.json"
 echo "== compare (the paper's ageing: 90% cold pre-fill beside the workload, TRIM on)" >&2
 "$ctl" compare "${traces[@]}" --prefill 0.9 --json >"$out/compare-aged.json"
+# pcstream learns from file deaths (what the shim sees); without TRIM the
+# flash sees a page die only when the file system reuses its block. The same
+# pcstream keyed by LBA learns that instead (what a block-layer
+# implementation, like the paper's, would see).
+echo "== compare (pcstream learning from LBA overwrites; no TRIM)" >&2
+"$ctl" compare "${traces[@]}" "${sim[@]}" --trim off --policies pcstream \
+  --policy-config "$here/pcstream-by-lba.json" --json >"$out/compare-lba.json"
 echo "== compare (gcc builds: PC table kept over one pass, and cleared at every build)" >&2
 marked=()
 for t in "${traces[@]}"; do case "$t" in */gcc/*|*/mixed-*) marked+=("$t") ;; esac; done
