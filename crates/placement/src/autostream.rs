@@ -34,7 +34,7 @@ use std::collections::{BTreeSet, HashMap};
 
 /// Tunables shared by both AutoStream variants.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-#[serde(default)]
+#[serde(default, deny_unknown_fields)]
 pub struct AutoStreamConfig {
     /// Pages per chunk. Default 256 (1 MiB).
     pub chunk_pages: u32,

@@ -57,7 +57,7 @@ pub const ENTRY_BYTES: usize = 96;
 
 /// Tunables of the lifetime manager.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-#[serde(default)]
+#[serde(default, deny_unknown_fields)]
 pub struct LifetimeConfig {
     /// Pages per live-table chunk (1 = 4 KiB exact … 256 = 1 MiB). Default 256.
     pub chunk_pages: u32,

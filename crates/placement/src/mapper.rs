@@ -46,7 +46,7 @@ use std::collections::HashMap;
 
 /// Tunables of the mapper.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-#[serde(default)]
+#[serde(default, deny_unknown_fields)]
 pub struct MapperConfig {
     /// Seed of k-means++ initialisation. Default 0x5eed.
     pub seed: u64,

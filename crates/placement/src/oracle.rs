@@ -24,7 +24,7 @@ const BINS: usize = (NEVER_LOG2 as usize + 1) * STEPS as usize;
 
 /// Tunables of the oracle.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-#[serde(default)]
+#[serde(default, deny_unknown_fields)]
 pub struct OracleConfig {
     /// Longest interval (pages) between re-fits. Default 16384.
     pub refit_interval: u64,

@@ -21,7 +21,7 @@ use crate::policy::{Placement, StreamId, WriteCtx};
 
 /// Tunables of the `pcstream` policy.
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
-#[serde(default)]
+#[serde(default, deny_unknown_fields)]
 pub struct PcStreamConfig {
     /// Lifetime manager settings.
     pub lifetime: LifetimeConfig,

@@ -31,7 +31,7 @@ pub const POLICY_NAMES: &[&str] = &[
 
 /// Configuration of every policy.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-#[serde(default)]
+#[serde(default, deny_unknown_fields)]
 pub struct PolicyConfig {
     /// Stream ids the device offers, default stream included (PM963: 9).
     pub streams: u32,

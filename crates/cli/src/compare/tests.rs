@@ -611,3 +611,27 @@ fn a_report_without_gc_says_placement_cannot_show() {
     assert!(r.gc_pages * 100 >= r.host_pages, "{} GC pages", r.gc_pages);
     assert!(!render(&rep).contains("note: GC copied"));
 }
+
+#[test]
+fn policy_config_json_names_unknown_keys_and_keeps_the_old_interval_name() {
+    let err = serde_json::from_str::<PolicyConfig>(r#"{"pcstream": {"key_by_lbaa": true}}"#)
+        .expect_err("a misspelt key must not be ignored");
+    assert!(err.to_string().contains("key_by_lbaa"), "{err}");
+    let err = serde_json::from_str::<PolicyConfig>(r#"{"pcstream": {"mapper": {"interval": 5}}}"#)
+        .expect_err("a misspelt nested key must not be ignored");
+    assert!(err.to_string().contains("interval"), "{err}");
+    let c: PolicyConfig = serde_json::from_str(
+        r#"{"pcstream": {"key_by_lba": true, "mapper": {"min_interval": 5}}}"#,
+    )
+    .unwrap();
+    assert!(c.pcstream.key_by_lba);
+    assert_eq!(c.pcstream.mapper.check_interval, 5);
+    assert_eq!(
+        c.pcstream.mapper.first_interval, 256,
+        "the rest keeps its default"
+    );
+    // The bench's own config file parses.
+    let bench = include_str!("../../../../bench/pcstream-by-lba.json");
+    let c: PolicyConfig = serde_json::from_str(bench).unwrap();
+    assert!(c.pcstream.key_by_lba);
+}
