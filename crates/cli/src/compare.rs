@@ -611,7 +611,7 @@ pub fn render(rep: &Report) -> String {
     let st = &rep.settings;
     let _ = writeln!(
         o,
-        "compare: {} trace(s) × {} policies, internal streams {}{}; {} streams, OP {:.0}%, {:.0}% cold pre-fill, TRIM {}",
+        "compare: {} trace(s) × {} policies, internal streams {}{}; {} streams, OP {:.0}%, {:.0}% cold pre-fill (unless a trace brings its own fill), TRIM {}",
         rep.traces.len(),
         st.policies.len(),
         match st.internal_streams.as_slice() {
