@@ -391,15 +391,16 @@ def main() -> int:
       "the paper's ageing (the sensitivity table above: TRIM, 90% cold data) pcstream is ahead on the SQLite runs, "
       "so the SQLite ranking depends on how the device is aged.")
     w("- gcc: the build (96 units, 30 builds, a random third edited per round) writes ≈ 3× its 64 MiB device, "
-      "and without TRIM most of its pages die on the flash about 1,100–1,500 pages after they are written, when "
-      "ext4 hands their blocks to the next files — not when the files die. The cc1 temporaries and rebuilt "
+      "and without TRIM most of its pages die on the flash one ext4 reuse cycle after they are written (the "
+      "lifetime percentiles of compare.json; a few thousand pages here), when ext4 hands their blocks to the next files — not when the files die. The cc1 temporaries and rebuilt "
       "objects pcstream learns as short- or medium-lived (file deaths) are therefore alike on the flash, while "
       "the never-rewritten parts (the uncompiled tree, untouched objects) sit on addresses AutoStream learns "
       "are cold. pcstream spreads the flash-short data over several streams and mixes it with long-lived pages; "
       "AutoStream's address temperature matches the flash's view here. Learning from LBA overwrites instead "
       "(table above) brings pcstream close to AutoStream on gcc but not consistently below it. The gcc runs also "
-      "vary from recording to recording (writeback timing decides which temporaries reach the device at all), "
-      "more than the RocksDB runs.")
+      "vary from recording to recording more than the RocksDB runs: ext4's reuse cycle differs between recordings "
+      "(the per-stream lifetimes in compare.json show it), and writeback timing decides which temporaries reach "
+      "the device at all.")
     w("- Internal streams pay for themselves only where GC copies a lot: each keeps one more block open per "
       "stream (9 more here, 1–2% of these small devices), which on traces with little GC can cost more than the "
       "separation saves; that is where they raise WAF slightly (e.g. pcstream on RocksDB UR).")
