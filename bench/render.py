@@ -392,7 +392,7 @@ def main() -> int:
       "so the SQLite ranking depends on how the device is aged.")
     w("- gcc: the build (96 units, 30 builds, a random third edited per round) writes ≈ 3× its 64 MiB device, "
       "and without TRIM most of its pages die on the flash one ext4 reuse cycle after they are written (the "
-      "lifetime percentiles of compare.json; a few thousand pages here), when ext4 hands their blocks to the next files — not when the files die. The cc1 temporaries and rebuilt "
+      "lifetime percentiles of compare.json; one to a few thousand pages here), when ext4 hands their blocks to the next files — not when the files die. The cc1 temporaries and rebuilt "
       "objects pcstream learns as short- or medium-lived (file deaths) are therefore alike on the flash, while "
       "the never-rewritten parts (the uncompiled tree, untouched objects) sit on addresses AutoStream learns "
       "are cold. pcstream spreads the flash-short data over several streams and mixes it with long-lived pages; "
