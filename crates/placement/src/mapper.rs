@@ -20,11 +20,12 @@
 //! it had at the last clustering. Checks are spaced `now / 4` pages apart, at
 //! least `first_interval` and at most `check_interval`: a young run (a
 //! compiler's first MiB) is mapped within a few checks, a long one is checked
-//! every `check_interval` pages, so the work stays bounded. A signature
-//! counts as changed when it is new or moved by at least
-//! `change_threshold_log2` (1.0 = a factor of two). When at least `change_fraction` (10%) of the signatures
-//! changed, it re-clusters. Everything is deterministic: signatures are visited
-//! in sorted order and k-means is seeded.
+//! every `check_interval` pages, so the work stays bounded (`spacing`, the
+//! oracle's re-fit schedule too). A signature counts as changed when it is
+//! new or moved by at least `change_threshold_log2` (1.0 = a factor of two).
+//! When at least `change_fraction` (10%) of the signatures changed, it
+//! re-clusters. Everything is deterministic: signatures are visited in sorted
+//! order and k-means is seeded.
 //!
 //! k-means itself: linfa-clustering's `KMeans` (k-means++ init seeded with
 //! `seed`, `n_runs` restarts, best inertia kept). linfa 0.8 ignores dataset
@@ -86,6 +87,13 @@ impl Default for MapperConfig {
             n_runs: 4,
         }
     }
+}
+
+/// Pages from `now` to the next periodic check: `now / 4`, at least
+/// `first` and at most `longest` (and at least 1), so a young run is looked
+/// at often and a long one every `longest` pages.
+pub(crate) fn spacing(now: u64, first: u64, longest: u64) -> u64 {
+    (now / 4).max(first).min(longest).max(1)
 }
 
 /// Result of a 1-D clustering.
@@ -393,11 +401,11 @@ impl Mapper {
     }
 
     fn check(&mut self, lm: &LifetimeManager, now: u64) -> bool {
-        let step = (now / 4)
-            .max(self.cfg.first_interval)
-            .min(self.cfg.check_interval)
-            .max(1);
-        self.next_check = now.saturating_add(step);
+        self.next_check = now.saturating_add(spacing(
+            now,
+            self.cfg.first_interval,
+            self.cfg.check_interval,
+        ));
         let feats = self.features(lm, now);
         if feats.is_empty() {
             return false;

@@ -13,7 +13,7 @@
 //! smaller), so the oracle adapts like the online policies do but never has
 //! to guess.
 
-use crate::mapper::cluster_1d_exact;
+use crate::mapper::{cluster_1d_exact, spacing};
 use crate::policy::{Placement, StreamId, WriteCtx};
 
 /// Bins per log2 unit.
@@ -78,8 +78,7 @@ impl Oracle {
             .map(|w| (w[0] + w[1]) / 2.0)
             .collect();
         self.refits += 1;
-        let step = self.cfg.refit_interval.min((now / 4).max(256)).max(1);
-        self.next_fit = now + step;
+        self.next_fit = now + spacing(now, 256, self.cfg.refit_interval);
     }
 }
 
