@@ -31,7 +31,9 @@
 //! Lifetime estimate per signature, on `log2(lifetime in pages)`: an
 //! exponentially weighted moving average whose weight is
 //! `ewma_alpha_per_mib` per MiB (256 pages) of dead data, so the estimate
-//! does not depend on the chunk size; plus the page-weighted mean and variance
+//! does not depend on the chunk size, bias-corrected so that a young
+//! signature's estimate is the mean of its deaths rather than its first
+//! death ([`SigStats::ewma_weight`]); plus the page-weighted mean and variance
 //! (Welford) and a histogram of whole-log2 buckets for reports.
 
 use std::collections::{BTreeMap, HashMap};
@@ -47,6 +49,10 @@ pub const TO_END: u64 = u64::MAX;
 
 /// Histogram buckets: `log2(lifetime)` in `[i, i+1)` goes to bucket `i`.
 pub const HIST_BUCKETS: usize = 48;
+
+fn one() -> f64 {
+    1.0
+}
 
 /// Pages per MiB (the unit of the EWMA weight).
 const PAGES_PER_MIB: f64 = 256.0;
@@ -91,8 +97,16 @@ pub struct SigStats {
     pub deaths: u64,
     /// Pages whose death was observed.
     pub dead_pages: u64,
-    /// EWMA of log2(lifetime in pages); meaningful once `deaths > 0`.
+    /// EWMA of log2(lifetime in pages), bias-corrected (see
+    /// [`SigStats::ewma_weight`]); meaningful once `deaths > 0`.
     pub ewma_log2: f64,
+    /// Total weight behind `ewma_log2`: `1 − (1 − α)^(dead MiB)`. The
+    /// estimate is the weighted mean of the deaths seen with weights decaying
+    /// by `α` per MiB of younger deaths, so a young signature's estimate is
+    /// the plain mean of its deaths, not its first death carried for MiB
+    /// (state saved before this field existed loads as fully weighted).
+    #[serde(default = "one")]
+    pub ewma_weight: f64,
     /// Page-weighted mean of log2(lifetime).
     pub mean_log2: f64,
     /// Page-weighted sum of squared deviations (Welford); variance = m2 / dead_pages.
@@ -110,6 +124,7 @@ impl SigStats {
             deaths: 0,
             dead_pages: 0,
             ewma_log2: 0.0,
+            ewma_weight: 0.0,
             mean_log2: 0.0,
             m2_log2: 0.0,
             hist: vec![0; HIST_BUCKETS],
@@ -132,11 +147,21 @@ impl SigStats {
         }
         let x = (lifetime.max(1) as f64).log2();
         let a = 1.0 - (1.0 - alpha_per_mib.clamp(0.0, 1.0)).powf(pages as f64 / PAGES_PER_MIB);
-        if self.deaths == 0 {
-            self.ewma_log2 = x;
+        // Bias-corrected EWMA: the old estimate keeps weight `(1 − a) · w`,
+        // the new deaths get `a`, renormalised (w = 0 before any death).
+        let prior = if self.deaths == 0 {
+            0.0
         } else {
-            self.ewma_log2 += a * (x - self.ewma_log2);
-        }
+            self.ewma_weight
+        };
+        let kept = (1.0 - a) * prior;
+        let w = kept + a;
+        self.ewma_log2 = if w > 0.0 {
+            (kept * self.ewma_log2 + a * x) / w
+        } else {
+            x
+        };
+        self.ewma_weight = w;
         // Weighted Welford.
         let w_old = self.dead_pages as f64;
         let w_new = w_old + pages as f64;
@@ -661,6 +686,38 @@ mod tests {
     }
 
     #[test]
+    fn a_young_signature_is_estimated_by_the_mean_of_its_deaths_not_its_first() {
+        // gcc's `as`: the header page of each object dies at once (the
+        // assembler rewrites it), the other pages when the unit is rebuilt.
+        // The first death seen is a header's; an uncorrected EWMA (start at
+        // the first value, move by alpha per MiB) would still sit near it
+        // after a few MiB of long deaths.
+        let mut m = LifetimeManager::new(LifetimeConfig {
+            chunk_pages: 1,
+            max_entries: 1 << 20,
+            ewma_alpha_per_mib: 0.125,
+        });
+        let mut now = 0;
+        for obj in 0..64u64 {
+            let base = obj * 8;
+            m.write(F, base, 8, 7, now);
+            m.write(F, base, 1, 7, now + 1); // header rewritten: lifetime 1
+            now += 8;
+        }
+        now += 4096;
+        m.invalidate(F, 0, TO_END, now); // every object dies ≈ 2^12 later
+        let s = m.sig(7).unwrap();
+        assert_eq!(s.dead_pages, 64 * 8 + 64);
+        let est = s.estimate_log2().unwrap();
+        assert!(
+            (est - s.mean_log2).abs() < 0.6,
+            "estimate {est} should be near the mean {}",
+            s.mean_log2
+        );
+        assert!(est > 9.0, "long deaths dominate the volume: {est}");
+    }
+
+    #[test]
     fn ewma_weight_is_per_mib_not_per_chunk() {
         let cfg = |cp| LifetimeConfig {
             chunk_pages: cp,
@@ -680,8 +737,10 @@ mod tests {
             coarse.sig(1).unwrap().estimate_log2().unwrap(),
         );
         assert!((a - b).abs() < 1e-6, "{a} vs {b}");
-        // One MiB at 2^12 moves the estimate from 4 by alpha = 0.25.
-        assert!((b - (4.0 + 0.25 * 8.0)).abs() < 1e-6, "{b}");
+        // Bias-corrected: the first MiB (at 2^4) has weight 0.25 and keeps
+        // 0.75 of it; the second (at 2^12) gets 0.25.
+        let want = (0.75 * 0.25 * 4.0 + 0.25 * 12.0) / (0.75 * 0.25 + 0.25);
+        assert!((b - want).abs() < 1e-6, "{b} vs {want}");
     }
 
     #[test]
