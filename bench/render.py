@@ -149,6 +149,9 @@ def main() -> int:
       f"{sh('gcc --version | head -1')}; sqlite3 {sh('sqlite3 --version').split(' ')[0]}; {sh('make --version | head -1')}")
     w("- recording: `pcstreamctl record --device-trace` (fresh ext4 on a loop device, mounted with `discard`; "
       "tracefs block requests + extent maps = ground truth)")
+    if "--replay-only" in a.command:
+        w("- this run replayed the traces of an earlier full run (`--replay-only`: nothing re-recorded; recording "
+          "times below are that run's)")
     st = main_.rep["settings"]
     w(f"- simulation: `pcstreamctl compare`, {st.get('streams')} streams (8 + default), OP {st.get('op', 0):.0%}, "
       "greedy GC; main setting: the device as recorded (no cold pre-fill), one unmeasured warm-up pass (steady "

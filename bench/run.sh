@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench/run.sh [--quick] [--repeats N] [--out DIR] [--only W1,W2] [--no-build]
+# bench/run.sh [--quick] [--repeats N] [--out DIR] [--only W1,W2] [--no-build] [--replay-only]
 #
 # The PCStream paper's evaluation on real applications, one command
 # (bench/README.md): builds pcstreamctl + the shim (release), records every
@@ -8,7 +8,9 @@
 # through every policy with `pcstreamctl compare` and rewrites
 # docs/results.md (+ SVG charts in docs/results/). Every workload is
 # recorded --repeats times (default 3; 1 with --quick) and the results
-# report the spread between recordings.
+# report the spread between recordings. --replay-only records nothing and
+# replays the traces already in DIR (after a policy change: the traces are
+# the recorded ground truth, replay is deterministic).
 # Needs root (loop device, mount, tracefs); refuses to run otherwise.
 set -euo pipefail
 
@@ -21,6 +23,7 @@ out=$repo/bench/out
 only=
 build=1
 repeats=
+replay_only=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) scale=quick ;;
@@ -28,7 +31,8 @@ while [ $# -gt 0 ]; do
     --only) only=$2; shift ;;
     --repeats) repeats=$2; shift ;;
     --no-build) build=0 ;;
-    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+    --replay-only) replay_only=1 ;;
+    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
     *) echo "bench/run.sh: unknown option $1" >&2; exit 2 ;;
   esac
   shift
@@ -41,7 +45,7 @@ case "$repeats" in
   ''|*[!0-9]*|0) echo "bench/run.sh: --repeats needs a whole number ≥ 1, got '$repeats'" >&2; exit 2 ;;
 esac
 
-if [ "$(id -u)" != 0 ]; then
+if [ "$(id -u)" != 0 ] && [ $replay_only = 0 ]; then
   echo "bench/run.sh: needs root: the workloads are recorded with --device-trace (loop device, mount, tracefs)." >&2
   echo "  There is no silent fallback; run as root (CI and the bench machine do)." >&2
   exit 1
@@ -55,7 +59,7 @@ command -v gcc >/dev/null || need+=(gcc)
 command -v make >/dev/null || need+=(make)
 command -v python3 >/dev/null || need+=(python3)
 command -v mkfs.ext4 >/dev/null || need+=(e2fsprogs)
-if [ ${#need[@]} -gt 0 ]; then
+if [ ${#need[@]} -gt 0 ] && [ $replay_only = 0 ]; then
   echo "bench/run.sh: installing ${need[*]}" >&2
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
 fi
@@ -79,13 +83,14 @@ workloads=("${all[@]}")
 if [ -n "$only" ]; then IFS=, read -r -a workloads <<<"$only"; fi
 
 mkdir -p "$out"
+traces=()
+if [ $replay_only = 0 ]; then
 data=$out/data
 rm -rf "$data"; mkdir -p "$data"
 python3 "$here/gen_cbase.py" "$data/cbase" "${files[@]}"
 python3 "$here/gen_tpcc.py" "$warehouses" "$txns" >"$data/tpcc.sql"
 export BENCH_DATA=$data
 
-traces=()
 touch "$out/record-times.tsv"
 # Each workload runs on a device it nearly fills (≈ 1.5× its peak of live
 # data for RocksDB, 3–5× for the small SQLite file system, whose journal and
@@ -121,6 +126,7 @@ for wl in "${workloads[@]}"; do
     printf '%s\t%s\n' "$wl/r$r" "$ms" >>"$out/record-times.tsv"
   done
 done
+fi
 for wl in "${all[@]}"; do
   found=0
   for t in "$out/$wl"/r*/trace.pcstrace; do
@@ -129,6 +135,13 @@ for wl in "${all[@]}"; do
   done
   [ $found = 1 ] || echo "bench/run.sh: no trace for $wl in $out (not recorded)" >&2
 done
+if [ ${#traces[@]} = 0 ]; then
+  echo "bench/run.sh: no traces in $out to replay" >&2; exit 1
+fi
+if [ $replay_only = 1 ]; then
+  # The recordings per workload of the run that made them.
+  repeats=$(for t in "${traces[@]}"; do basename "$(dirname "$t")"; done | sort -u | wc -l)
+fi
 
 # The device as recorded (no cold pre-fill), in steady state (one unmeasured
 # warm-up pass), without TRIM (ext4's default mount: no `discard`) unless

@@ -2,12 +2,13 @@
 //!
 //! It owns two tables, as in the paper (§5.1):
 //!
-//! * the **live-data table**, keyed by `(space, chunk)` → `(written at,
-//!   signature, live extent)`. A *space* is a file `(dev, ino)` when the write
-//!   names one, or the device's LBA space ([`LBA_SPACE`]) for block-level
-//!   writes. A chunk is `chunk_pages` pages (1 = 4 KiB, exact; 256 = 1 MiB,
-//!   the paper's choice and the default). Memory is bounded by `max_entries`
-//!   with least-recently-used eviction (an evicted chunk's life is simply not
+//! * the **live-data table**, keyed by `(space, page)` → `(written at,
+//!   signature, extent)`: segments of pages within one chunk (below). A
+//!   *space* is a file `(dev, ino)` when the write names one, or the
+//!   device's LBA space ([`LBA_SPACE`]) for block-level writes. A chunk is
+//!   `chunk_pages` pages (1 = 4 KiB, exact; 256 = 1 MiB, the paper's choice
+//!   and the default). Memory is bounded by `max_entries` with
+//!   least-recently-used eviction (an evicted segment's life is simply not
 //!   measured);
 //! * the **signature table** (the paper's PC attribute table), signature →
 //!   [`SigStats`]: pages written, deaths seen, and the lifetime estimate.
@@ -16,17 +17,21 @@
 //! daemon counts pages of all clients, the simulator counts host pages).
 //! A *death* is an overwrite, a TRIM/punch, a truncate or an unlink of live
 //! pages; its lifetime is `now − written at`, attributed to the signature that
-//! wrote the chunk, weighted by the pages that died.
+//! wrote those pages, weighted by the pages that died.
 //!
 //! Coarse chunks: the paper treats any write into a live 1 MiB chunk as an
-//! update, which makes appends look like deaths of a few pages. pcstream keeps
-//! each chunk's *live extent* `[lo, hi)` (pages within the chunk): a write that
-//! does not overlap the extent (an append) only widens it; a write that
-//! overlaps it ends the life of the overlapped pages, and the chunk is then
-//! re-stamped with the new write's time and signature (pages of the old extent
-//! that were not overwritten keep living under the new stamp — the
-//! approximation the paper accepts). At `chunk_pages = 1` everything is exact.
-//! A chunk keeps the time and signature of its first write until overwritten.
+//! update and re-stamps the chunk, which makes appends look like deaths of
+//! a few pages, credits a chunk's death to one signature whatever wrote it,
+//! and makes a file rewritten piece by piece look like one death and many
+//! of age ≈ 0. pcstream keeps *segments* instead: runs of pages within one
+//! chunk written by one signature, each with its birth. A write ends the
+//! lives of exactly the pages it covers (splitting segments as needed) and
+//! adds its pages as a new segment, or appends them to the segment of the
+//! same signature that ends where it starts in the same chunk (the one
+//! approximation left: appended pages take that segment's older birth).
+//! So a chunk costs one entry when one code path fills it, and one per run
+//! of another code path's pages otherwise; at `chunk_pages = 1` everything
+//! is exact.
 //!
 //! Lifetime estimate per signature, on `log2(lifetime in pages)`: an
 //! exponentially weighted moving average whose weight is
@@ -192,11 +197,12 @@ const NIL: u32 = u32::MAX;
 #[derive(Debug, Clone)]
 struct Slot {
     space: SpaceKey,
-    chunk: u64,
+    /// First page of the segment (absolute, within `space`).
+    start: u64,
+    /// One past its last page; `start..end` lies within one chunk.
+    end: u64,
     born: u64,
     sig: u64,
-    lo: u32,
-    hi: u32,
     prev: u32,
     next: u32,
 }
@@ -205,8 +211,8 @@ struct Slot {
 #[derive(Debug)]
 pub struct LifetimeManager {
     cfg: LifetimeConfig,
-    /// Per space: chunk → slot index (ordered, so range invalidation is
-    /// cheap and deterministic).
+    /// Per space: segment start page → slot index (ordered, so range
+    /// invalidation is cheap and deterministic).
     index: HashMap<SpaceKey, BTreeMap<u64, u32>>,
     slots: Vec<Slot>,
     free: Vec<u32>,
@@ -293,124 +299,143 @@ impl LifetimeManager {
             s.written_pages += pages;
             s.last_write = now;
         }
+        // The overwritten lives end, whatever signature and time they have.
+        self.invalidate(space, first, pages, now);
         let cp = u64::from(self.cfg.chunk_pages);
         let mut p = first;
         let chunks = (end - 1) / cp - first / cp + 1;
         if chunks > self.cfg.max_entries as u64 {
-            // Only the last `max_entries` chunks could stay in the table:
-            // end the overwritten lives in one range pass, record the tail.
-            // The skipped chunks count as evicted at once.
-            self.invalidate(space, first, pages, now);
+            // Only the last `max_entries` chunks could stay in the table;
+            // the skipped ones count as evicted at once.
             self.counters.evictions += chunks - self.cfg.max_entries as u64;
             p = p.max(((end - 1) / cp + 1 - self.cfg.max_entries as u64) * cp);
         }
         while p < end {
-            let chunk = p / cp;
-            let base = chunk * cp;
-            let a = (p - base) as u32;
-            let b = ((end - base).min(cp)) as u32;
-            self.write_chunk(space, chunk, a, b, sig, now);
-            p = base.saturating_add(cp);
+            let q = (p / cp).saturating_add(1).saturating_mul(cp).min(end);
+            self.add_segment(space, p, q, sig, now);
+            p = q;
         }
     }
 
-    fn write_chunk(&mut self, space: SpaceKey, chunk: u64, a: u32, b: u32, sig: u64, now: u64) {
-        let found = self.index.get(&space).and_then(|m| m.get(&chunk)).copied();
-        match found {
-            Some(i) => {
+    /// Records `[a, b)` (within one chunk, no live page in it) as written
+    /// by `sig` at `now`: an append to a segment of the same signature
+    /// ending at `a` in the same chunk extends it (keeping its birth, the
+    /// coarse-chunk approximation); anything else is a new segment.
+    fn add_segment(&mut self, space: SpaceKey, a: u64, b: u64, sig: u64, now: u64) {
+        let cp = u64::from(self.cfg.chunk_pages);
+        let prev = self
+            .index
+            .get(&space)
+            .and_then(|m| m.range(..a).next_back())
+            .map(|(_, &i)| i)
+            .filter(|&i| {
                 let s = &self.slots[i as usize];
-                let overlap = u64::from(b.min(s.hi).saturating_sub(a.max(s.lo)));
-                let (old_sig, born) = (s.sig, s.born);
-                if overlap > 0 {
-                    self.death(old_sig, now.saturating_sub(born), overlap);
-                    let s = &mut self.slots[i as usize];
-                    s.born = now;
-                    s.sig = sig;
-                }
-                let s = &mut self.slots[i as usize];
-                s.lo = s.lo.min(a);
-                s.hi = s.hi.max(b);
-                self.touch(i);
+                s.end == a && s.sig == sig && s.start / cp == a / cp
+            });
+        if let Some(i) = prev {
+            self.slots[i as usize].end = b;
+            self.touch(i);
+        } else {
+            self.insert_slot(space, a, b, now, sig);
+        }
+    }
+
+    fn insert_slot(&mut self, space: SpaceKey, start: u64, end: u64, born: u64, sig: u64) {
+        if self.live >= self.cfg.max_entries {
+            self.evict_lru();
+        }
+        let slot = Slot {
+            space,
+            start,
+            end,
+            born,
+            sig,
+            prev: NIL,
+            next: NIL,
+        };
+        let i = match self.free.pop() {
+            Some(i) => {
+                self.slots[i as usize] = slot;
+                i
             }
             None => {
-                if self.live >= self.cfg.max_entries {
-                    self.evict_lru();
-                }
-                let slot = Slot {
-                    space,
-                    chunk,
-                    born: now,
-                    sig,
-                    lo: a,
-                    hi: b,
-                    prev: NIL,
-                    next: NIL,
-                };
-                let i = match self.free.pop() {
-                    Some(i) => {
-                        self.slots[i as usize] = slot;
-                        i
-                    }
-                    None => {
-                        self.slots.push(slot);
-                        (self.slots.len() - 1) as u32
-                    }
-                };
-                self.index.entry(space).or_default().insert(chunk, i);
-                self.live += 1;
-                self.push_front(i);
+                self.slots.push(slot);
+                (self.slots.len() - 1) as u32
             }
-        }
+        };
+        self.index.entry(space).or_default().insert(start, i);
+        self.live += 1;
+        self.push_front(i);
     }
 
     /// Pages `first..first+pages` of `space` stopped being live at `now`
     /// (TRIM, punch-hole, truncate with `pages = TO_END`, unlink with
-    /// `first = 0, pages = TO_END`).
+    /// `first = 0, pages = TO_END`). Each live page's death goes to the
+    /// segment that holds it: its own signature and birth.
     pub fn invalidate(&mut self, space: SpaceKey, first: u64, pages: u64, now: u64) {
         if pages == 0 {
             return;
         }
-        let cp = u64::from(self.cfg.chunk_pages);
-        let end = first.saturating_add(pages);
-        let (c0, c1) = (first / cp, end.div_ceil(cp));
-        let Some(map) = self.index.get_mut(&space) else {
+        let (a, b) = (first, first.saturating_add(pages));
+        let Some(map) = self.index.get(&space) else {
             return;
         };
-        let hits: Vec<(u64, u32)> = map.range(c0..c1).map(|(c, i)| (*c, *i)).collect();
-        let mut removed = Vec::new();
-        let mut deaths = Vec::new();
-        for (chunk, i) in hits {
-            let base = chunk * cp;
-            let a = first.saturating_sub(base).min(cp) as u32;
-            let b = (end - base).min(cp) as u32;
-            let s = &mut self.slots[i as usize];
-            let overlap = u64::from(b.min(s.hi).saturating_sub(a.max(s.lo)));
-            if overlap == 0 {
-                continue;
-            }
+        // Segments do not overlap: the one starting before `a` may reach
+        // into the range, then every one starting inside it.
+        let before = map
+            .range(..a)
+            .next_back()
+            .map(|(_, &i)| i)
+            .filter(|&i| self.slots[i as usize].end > a);
+        let hits: Vec<u32> = before
+            .into_iter()
+            .chain(map.range(a..b).map(|(_, &i)| i))
+            .collect();
+        let mut deaths = Vec::with_capacity(hits.len());
+        for i in hits {
+            let s = self.slots[i as usize].clone();
+            let overlap = b.min(s.end) - a.max(s.start);
             deaths.push((s.sig, now.saturating_sub(s.born), overlap));
-            if a <= s.lo && b >= s.hi {
-                map.remove(&chunk);
-                removed.push(i);
-            } else if a <= s.lo {
-                s.lo = b;
-            } else if b >= s.hi {
-                s.hi = a;
+            match (a <= s.start, b >= s.end) {
+                (true, true) => self.remove_slot(i),
+                (true, false) => {
+                    // The head died: the rest keeps its birth under a new key.
+                    self.rekey(i, b);
+                }
+                (false, true) => self.slots[i as usize].end = a,
+                (false, false) => {
+                    // A hole inside: the tail becomes a segment of its own.
+                    self.slots[i as usize].end = a;
+                    self.insert_slot(space, b, s.end, s.born, s.sig);
+                }
             }
-            // A hole strictly inside the extent: the extent cannot split; the
-            // surviving pages on both sides keep the entry alive.
-        }
-        if map.is_empty() {
-            self.index.remove(&space);
-        }
-        for i in removed {
-            self.unlink_slot(i);
-            self.free.push(i);
-            self.live -= 1;
         }
         for (sig, life, pages) in deaths {
             self.death(sig, life, pages);
         }
+    }
+
+    fn rekey(&mut self, i: u32, start: u64) {
+        let s = &mut self.slots[i as usize];
+        let (space, old) = (s.space, s.start);
+        s.start = start;
+        if let Some(m) = self.index.get_mut(&space) {
+            m.remove(&old);
+            m.insert(start, i);
+        }
+    }
+
+    fn remove_slot(&mut self, i: u32) {
+        let (space, start) = (self.slots[i as usize].space, self.slots[i as usize].start);
+        if let Some(m) = self.index.get_mut(&space) {
+            m.remove(&start);
+            if m.is_empty() {
+                self.index.remove(&space);
+            }
+        }
+        self.unlink_slot(i);
+        self.free.push(i);
+        self.live -= 1;
     }
 
     fn death(&mut self, sig: u64, lifetime: u64, pages: u64) {
@@ -429,16 +454,7 @@ impl LifetimeManager {
         if i == NIL {
             return;
         }
-        let (space, chunk) = (self.slots[i as usize].space, self.slots[i as usize].chunk);
-        if let Some(m) = self.index.get_mut(&space) {
-            m.remove(&chunk);
-            if m.is_empty() {
-                self.index.remove(&space);
-            }
-        }
-        self.unlink_slot(i);
-        self.free.push(i);
-        self.live -= 1;
+        self.remove_slot(i);
         self.counters.evictions += 1;
     }
 
@@ -508,6 +524,47 @@ mod tests {
     }
 
     proptest! {
+        /// At any granularity every page's death is counted once, for the
+        /// signature that wrote it (only its birth may be approximated, by
+        /// an append merging into an older segment).
+        #[test]
+        fn coarse_chunks_credit_every_death_to_its_writer(
+            evs in proptest::collection::vec(ev(), 1..200),
+            cp in prop_oneof![Just(4u32), Just(16), Just(256)],
+        ) {
+            let mut m = LifetimeManager::new(LifetimeConfig {
+                chunk_pages: cp,
+                ..Default::default()
+            });
+            let mut naive: BTreeMap<(u8, u64), u64> = BTreeMap::new();
+            let mut dead: BTreeMap<u64, u64> = BTreeMap::new();
+            let mut now = 0u64;
+            for e in &evs {
+                let (space, first, pages, sig) = match *e {
+                    Ev::Write { space, first, pages, sig } => (space, first, pages, Some(sig)),
+                    Ev::Invalidate { space, first, pages } => (space, first, pages, None),
+                };
+                let last = first.saturating_add(pages - 1);
+                let keys: Vec<_> = naive.range((space, first)..=(space, last)).map(|(k, _)| *k).collect();
+                for k in keys {
+                    *dead.entry(naive.remove(&k).unwrap()).or_default() += 1;
+                }
+                match sig {
+                    Some(sig) => {
+                        m.write((1, u64::from(space)), first, pages, sig, now);
+                        for p in first..first + pages {
+                            naive.insert((space, p), sig);
+                        }
+                        now += pages;
+                    }
+                    None => m.invalidate((1, u64::from(space)), first, pages, now),
+                }
+            }
+            for (sig, s) in m.sigs_sorted() {
+                prop_assert_eq!(s.dead_pages, dead.get(&sig).copied().unwrap_or(0), "sig {}", sig);
+            }
+        }
+
         /// At 4 KiB granularity the manager agrees with a naive page map on
         /// every signature's dead pages and lifetime histogram; with a cap,
         /// written = live + dead + evicted pages.
@@ -640,7 +697,7 @@ mod tests {
     }
 
     #[test]
-    fn punch_inside_extent_keeps_the_entry() {
+    fn a_hole_punched_inside_a_segment_splits_it_and_both_sides_keep_their_birth() {
         let mut c = LifetimeManager::new(LifetimeConfig {
             chunk_pages: 16,
             ..Default::default()
@@ -648,16 +705,49 @@ mod tests {
         c.write(F, 0, 16, 1, 0);
         c.invalidate(F, 4, 4, 100);
         assert_eq!(c.sig(1).unwrap().dead_pages, 4);
-        assert_eq!(c.live_entries(), 1, "pages on both sides still live");
+        assert_eq!(c.live_entries(), 2, "pages on both sides still live");
+        c.invalidate(F, 0, TO_END, 1 << 12);
+        let s = c.sig(1).unwrap();
+        assert_eq!(s.dead_pages, 16);
+        assert_eq!(s.hist[12], 12, "born at 0, not at the punch");
+        assert_eq!(c.live_entries(), 0);
         c.write((1, 11), 0, 16, 1, 0);
         c.invalidate((1, 11), 0, 4, 200);
         c.invalidate((1, 11), 4, 12, 200);
-        assert_eq!(c.sig(1).unwrap().dead_pages, 20);
-        assert_eq!(
-            c.live_entries(),
-            1,
-            "a prefix then the rest empty the extent"
-        );
+        assert_eq!(c.sig(1).unwrap().dead_pages, 32);
+        assert_eq!(c.live_entries(), 0, "a prefix then the rest empty it");
+    }
+
+    #[test]
+    fn rewriting_a_chunk_piece_by_piece_gives_every_page_its_own_lifetime() {
+        // cp over an existing file, or the replay's second pass: each write
+        // ends the lives of the pages it covers, and only those. (A chunk
+        // re-stamped whole at the first write made every later piece a
+        // death of age ≈ 0.)
+        let mut m = LifetimeManager::new(LifetimeConfig::default());
+        m.write(F, 0, 256, 5, 0);
+        for piece in 0..8u64 {
+            m.write(F, piece * 32, 32, 5, 4096 + piece * 32);
+        }
+        let s = m.sig(5).unwrap();
+        assert_eq!(s.dead_pages, 256);
+        assert_eq!(s.hist[12], 256, "every page lived 4096 pages: {:?}", s.hist);
+        assert_eq!(m.live_entries(), 1, "the rewritten pieces merge again");
+    }
+
+    #[test]
+    fn each_signature_appending_to_a_chunk_is_credited_with_its_own_pages() {
+        // A compiler's .s file: stdio flushes from many call sites append
+        // to one 1 MiB chunk; the file's death belongs to all of them.
+        let mut m = LifetimeManager::new(LifetimeConfig::default());
+        for k in 0..12u64 {
+            m.write(F, k, 1, 100 + k % 3, k);
+        }
+        m.invalidate(F, 0, TO_END, 64);
+        for sig in 100..103 {
+            assert_eq!(m.sig(sig).unwrap().dead_pages, 4, "sig {sig}");
+        }
+        assert_eq!(m.live_entries(), 0);
     }
 
     #[test]
