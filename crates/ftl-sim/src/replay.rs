@@ -1528,13 +1528,18 @@ pub fn simulate(job: &Job<'_>, policy_cfg: &PolicyConfig) -> Result<RunResult, R
         policy: job.policy.clone(),
         what,
     };
-    let cfg = PolicyConfig {
+    let layout = layout(job.replay, &job.spec).map_err(bad)?;
+    let mut cfg = PolicyConfig {
         streams: job.spec.streams,
         ..policy_cfg.clone()
     };
+    // pcstream's lifetime resolution: this device's erase block, unless
+    // the policy configuration names one.
+    if cfg.pcstream.mapper.erase_unit_pages == 0 {
+        cfg.pcstream.mapper.erase_unit_pages = u64::from(layout.config.geometry.pages_per_block);
+    }
     let make = || policies::build(&job.policy, &cfg).map_err(|e| bad(e.to_string()));
     let mut policy = make()?;
-    let layout = layout(job.replay, &job.spec).map_err(bad)?;
     let mut ssd = aged_ssd(job.replay, &layout).map_err(bad)?;
     let mode = job.replay.run_mode;
     let fresh: Option<MakePolicy<'_>> = if mode.clear_at_marks {

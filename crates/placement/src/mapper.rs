@@ -71,6 +71,10 @@ pub struct MapperConfig {
     pub replicas: usize,
     /// k-means restarts. Default 4.
     pub n_runs: usize,
+    /// Pages of the device's erase unit (block, or FDP reclaim unit): sets
+    /// the shortest lifetime worth telling apart ([`resolution_floor`]).
+    /// 0 = unknown, no floor. Default 0; the simulator sets its block size.
+    pub erase_unit_pages: u64,
 }
 
 impl Default for MapperConfig {
@@ -85,6 +89,55 @@ impl Default for MapperConfig {
             censor_min_age: 16384,
             replicas: 1024,
             n_runs: 4,
+            erase_unit_pages: 0,
+        }
+    }
+}
+
+/// The shortest lifetime (log2 pages) the device can tell apart, `None`
+/// without an erase unit. Data that dies before the block it went to is
+/// full leaves that block entirely dead: the device copies none of it,
+/// whichever of two such lifetimes it had. The stream holding the
+/// shortest-lived data fills a block in `erase_unit_pages / share` pages,
+/// `share` being that stream's part of the writes, so the floor is the
+/// smallest `F ≥ log2(erase_unit_pages)` with `F ≥ log2(erase_unit_pages /
+/// share(F))`, `share(F)` the weight of the features at or below `F`: a
+/// floor that what lies under it justifies. (A lone short signature with a
+/// sliver of the writes would fill its own blocks slowly; it joins the
+/// next signatures up rather than pulling the floor over them.) Splitting
+/// such data over several streams only slows each one's blocks down: pages
+/// written close in time, which die close in time when a file system
+/// reuses freed space in order, end up in blocks spanning a longer stretch.
+pub fn resolution_floor(feats: &[Feature], erase_unit_pages: u64) -> Option<f64> {
+    if erase_unit_pages == 0 {
+        return None;
+    }
+    let unit = erase_unit_pages as f64;
+    let base = unit.log2();
+    let total: f64 = feats.iter().map(|f| f.weight.max(0.0)).sum();
+    let mut pts: Vec<(f64, f64)> = feats
+        .iter()
+        .map(|f| (f.log2_lifetime, f.weight.max(0.0)))
+        .collect();
+    pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let mut i = pts.partition_point(|p| p.0 <= base);
+    let mut below: f64 = pts[..i].iter().map(|p| p.1).sum();
+    let mut lo = base;
+    loop {
+        let want = if below > 0.0 {
+            lo.max((unit * total / below).log2())
+        } else {
+            f64::INFINITY
+        };
+        match pts.get(i) {
+            // The next signature lies under the floor the share asks for:
+            // it joins the share.
+            Some(&(x, w)) if want >= x => {
+                below += w;
+                lo = x;
+                i += 1;
+            }
+            _ => return Some(if want.is_finite() { want } else { base }),
         }
     }
 }
@@ -365,8 +418,19 @@ impl Mapper {
         v
     }
 
-    /// Current features of all signatures that have one, sorted by signature.
+    /// Current features of all signatures that have one, sorted by
+    /// signature, floored at the device's resolution ([`resolution_floor`]).
     pub fn features(&self, lm: &LifetimeManager, now: u64) -> Vec<Feature> {
+        let mut feats = self.raw_features(lm, now);
+        if let Some(floor) = resolution_floor(&feats, self.cfg.erase_unit_pages) {
+            for f in &mut feats {
+                f.log2_lifetime = f.log2_lifetime.max(floor);
+            }
+        }
+        feats
+    }
+
+    fn raw_features(&self, lm: &LifetimeManager, now: u64) -> Vec<Feature> {
         lm.sigs_sorted()
             .into_iter()
             .filter_map(|(sig, s)| {
@@ -675,5 +739,83 @@ mod tests {
         assert_eq!(map.stream(9), 2);
         let f = map.features(&m, 500);
         assert!(f.iter().any(|f| f.sig == 9 && f.censored));
+    }
+
+    fn feat(sig: u64, x: f64, w: f64) -> Feature {
+        Feature {
+            sig,
+            log2_lifetime: x,
+            weight: w,
+            censored: false,
+        }
+    }
+
+    #[test]
+    fn the_floor_is_the_fill_time_of_the_stream_holding_the_short_lived_data() {
+        // 90% of the writes die within 2–32 pages, 10% at 2^12. With
+        // 64-page blocks the short-lived stream fills one in 64 / 0.9 pages.
+        let feats = [
+            feat(1, 1.0, 30.0),
+            feat(2, 3.0, 30.0),
+            feat(3, 5.0, 30.0),
+            feat(4, 12.0, 10.0),
+        ];
+        assert_eq!(resolution_floor(&feats, 0), None, "unknown device");
+        let f = resolution_floor(&feats, 64).unwrap();
+        assert!((f - (64.0f64 / 0.9).log2()).abs() < 1e-9, "{f}");
+        // A lone short signature with 1% of the writes fills its blocks
+        // slowly: everything up to 64 / 0.01 pages looks alike.
+        // A lone short signature with 1% of the writes would fill blocks of
+        // its own only every 6400 pages; it joins the next one up (2^9, half
+        // the writes, whose stream fills a block in 128 pages) instead of
+        // pulling the floor over it.
+        let feats = [feat(1, 1.0, 1.0), feat(2, 9.0, 49.0), feat(3, 14.0, 50.0)];
+        assert_eq!(resolution_floor(&feats, 64), Some(9.0));
+        // Nothing below a block: the floor moves nothing.
+        let feats = [feat(1, 10.0, 1.0), feat(2, 14.0, 1.0)];
+        assert_eq!(resolution_floor(&feats, 64), Some(10.0));
+        assert_eq!(resolution_floor(&[], 64), Some(6.0));
+    }
+
+    #[test]
+    fn lifetimes_shorter_than_a_block_fill_share_one_stream() {
+        // Three compiler-like signatures dying after 2, 8 and 32 pages and
+        // one long-lived one, on 4 data streams: without a device the three
+        // short ones get streams of their own; with 64-page blocks the
+        // device cannot tell them apart, and they share one.
+        let run = |erase_unit_pages| {
+            let mut m = lm();
+            let mut map = Mapper::new(
+                5,
+                MapperConfig {
+                    first_interval: 1,
+                    erase_unit_pages,
+                    ..Default::default()
+                },
+            );
+            let mut t = 0;
+            for round in 0..40u64 {
+                for (sig, life) in [(1u64, 2u64), (2, 8), (3, 32)] {
+                    let lba = 10_000 * sig + round;
+                    m.write(LBA_SPACE, lba, 1, sig, t);
+                    m.invalidate(LBA_SPACE, lba, 1, t + life);
+                    t += 1;
+                }
+                m.write(LBA_SPACE, 90_000, 1, 4, t);
+                t += 1;
+            }
+            m.invalidate(LBA_SPACE, 90_000, 1, t + (1 << 14));
+            t += 1 << 14;
+            map.recluster(&map.features(&m, t));
+            [1, 2, 3, 4].map(|s| map.stream(s))
+        };
+        let free = run(0);
+        assert!(free[0] != free[1] && free[1] != free[2], "{free:?}");
+        let floored = run(64);
+        assert!(
+            floored[0] == floored[1] && floored[1] == floored[2],
+            "{floored:?}"
+        );
+        assert!(floored[3] > floored[0], "{floored:?}");
     }
 }
