@@ -393,17 +393,17 @@ def main() -> int:
       "internal streams; here AutoStream stays ahead in the main setting with internal streams too, while under "
       "the paper's ageing (the sensitivity table above: TRIM, 90% cold data) pcstream is ahead on the SQLite runs, "
       "so the SQLite ranking depends on how the device is aged.")
-    w("- gcc: the build (96 units, 30 builds, a random third edited per round) writes ≈ 3× its 64 MiB device, "
-      "and without TRIM most of its pages die on the flash one ext4 reuse cycle after they are written (the "
-      "lifetime percentiles of compare.json; one to a few thousand pages here), when ext4 hands their blocks to the next files — not when the files die. The cc1 temporaries and rebuilt "
-      "objects pcstream learns as short- or medium-lived (file deaths) are therefore alike on the flash, while "
-      "the never-rewritten parts (the uncompiled tree, untouched objects) sit on addresses AutoStream learns "
-      "are cold. pcstream spreads the flash-short data over several streams and mixes it with long-lived pages; "
-      "AutoStream's address temperature matches the flash's view here. Learning from LBA overwrites instead "
-      "(table above) brings pcstream close to AutoStream on gcc but not consistently below it. The gcc runs also "
-      "vary from recording to recording more than the RocksDB runs: ext4's reuse cycle differs between recordings "
-      "(the per-stream lifetimes in compare.json show it), and writeback timing decides which temporaries reach "
-      "the device at all.")
+    w("- gcc: the build (96 units, 30 builds, a random third edited per round) writes ≈ 3× its 64 MiB device. "
+      "Without TRIM a page dies on the flash when ext4 hands its block to the next files, not when its file dies, "
+      "and as ext4 reuses freed space in order, pages written close in time die close in time (the lifetime "
+      "percentiles of compare.json: one to a few thousand pages). Most of what reaches the device is the "
+      "compiler's output, written from hundreds of stdio call sites in cc1 into `.s` files that die a few to a "
+      "few tens of pages later. pcstream keeps all of it in one stream: lifetimes shorter than the time that stream "
+      "takes to fill an erase block are floored there, as the device cannot tell them apart (docs/placement.md, "
+      "\"resolution floor\"). Without the floor k-means split them over about five streams, each block then held "
+      "pages from a stretch five times longer, and GC copied the late ones; AutoStream, which sees the reuse "
+      "cycle per address, was ahead then (docs/placement.md has both measurements on the same traces). The gcc "
+      "runs vary from recording to recording: writeback timing decides which temporaries reach the device at all.")
     w("- Internal streams pay for themselves only where GC copies a lot: each keeps one more block open per "
       "stream (9 more here, 1–2% of these small devices), which on traces with little GC can cost more than the "
       "separation saves; that is where they raise WAF slightly (e.g. pcstream on RocksDB UR).")
