@@ -25,6 +25,10 @@ use std::collections::{BTreeMap, VecDeque};
 
 const NONE: u32 = u32::MAX;
 
+/// Pages per block of the test SSD; pcstream is told it, as `compare` tells
+/// it the simulated device's.
+const PAGES_PER_BLOCK: u32 = 64;
+
 /// Page-mapped SSD with greedy victim selection.
 struct Ssd {
     ppb: u32,
@@ -169,7 +173,7 @@ struct Outcome {
 
 fn run(trace: &Trace, policy: &mut dyn Placement, streams: u32) -> Outcome {
     let deaths = trace.deaths();
-    let mut ssd = Ssd::new(trace.logical, 64, 0.15, streams);
+    let mut ssd = Ssd::new(trace.logical, PAGES_PER_BLOCK, 0.15, streams);
     let warm = trace.ops.len() / 3;
     let mut mix = vec![BTreeMap::<u32, u64>::new(); trace.classes];
     let (mut host0, mut copies0) = (0, 0);
@@ -383,10 +387,12 @@ fn side_by_side(a: Trace, b: Trace) -> Trace {
 }
 
 fn config(streams: u32) -> PolicyConfig {
-    PolicyConfig {
+    let mut cfg = PolicyConfig {
         streams,
         ..Default::default()
-    }
+    };
+    cfg.pcstream.mapper.erase_unit_pages = u64::from(PAGES_PER_BLOCK);
+    cfg
 }
 
 fn run_all(trace: &Trace, streams: u32) -> BTreeMap<&'static str, Outcome> {
