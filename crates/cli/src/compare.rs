@@ -19,6 +19,7 @@ use ftl_sim::replay::{
     self, simulate_all, DeviceSpec, Job, JoinStats, Replay, ReplayOptions, RunMode, RunResult,
     Source,
 };
+use ftl_sim::signatures::{pcstream_signatures, SignatureRow};
 use pcstream_placement::policies::{PolicyConfig, POLICY_NAMES};
 use serde::Serialize;
 
@@ -118,6 +119,11 @@ pub struct CompareArgs {
     /// cleared"; bench/workloads.sh marks each gcc build).
     #[arg(long)]
     pub clear_at_marks: bool,
+    /// Also show pcstream's placement of the N heaviest signatures per trace:
+    /// streams, learnt lifetime, and how long their pages lived on the
+    /// device (`pcstreamctl trace-stats` names their call paths).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub signatures: usize,
 }
 
 /// Everything `compare` measured.
@@ -182,6 +188,9 @@ pub struct TraceReport {
     pub device: DeviceReport,
     /// One entry per policy × internal-stream setting.
     pub runs: Vec<RunReport>,
+    /// pcstream's placement by signature, heaviest first (`--signatures N`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub signatures: Vec<SignatureRow>,
 }
 
 /// The simulated device of a trace.
@@ -294,6 +303,8 @@ pub struct Options {
     pub warmup_passes: u32,
     /// New policy instances at round marks.
     pub clear_at_marks: bool,
+    /// Signatures to break pcstream's placement down by, per trace (0 = none).
+    pub signatures: usize,
 }
 
 impl Default for Options {
@@ -313,6 +324,7 @@ impl Default for Options {
             threads: 2,
             warmup_passes: 0,
             clear_at_marks: false,
+            signatures: 0,
         }
     }
 }
@@ -343,6 +355,7 @@ pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
         threads: args.threads,
         warmup_passes: args.warmup_passes,
         clear_at_marks: args.clear_at_marks,
+        signatures: args.signatures,
     };
     let report = compare(&args.traces, &opts)?;
     if args.json {
@@ -384,6 +397,11 @@ fn check(opts: &Options) -> anyhow::Result<()> {
     }
     if opts.fs_pages == Some(0) {
         bail!("--fs-mib: the model file system needs at least one page");
+    }
+    if opts.signatures > 0 && opts.clear_at_marks {
+        bail!(
+            "--signatures: the breakdown needs one set of tables over the trace; drop --clear-at-marks"
+        );
     }
     let cfg = PolicyConfig {
         streams: opts.streams,
@@ -467,7 +485,26 @@ pub fn compare(traces: &[PathBuf], opts: &Options) -> anyhow::Result<Report> {
                 .with_context(|| format!("simulating {}", path.display()))?;
             runs.push(res);
         }
-        out.push(trace_report(path, r, &runs));
+        let mut t = trace_report(path, r, &runs);
+        if opts.signatures > 0 {
+            let job = Job {
+                replay: r,
+                policy: "pcstream".into(),
+                spec: DeviceSpec {
+                    streams: opts.streams,
+                    internal_streams: modes[0],
+                    shared_gc_block: opts.shared_gc_block,
+                    op: opts.op,
+                    prefill: opts.prefill,
+                    ..DeviceSpec::default()
+                },
+            };
+            let mut rows = pcstream_signatures(&job, &opts.policy_config)
+                .with_context(|| format!("breaking {} down by signature", path.display()))?;
+            rows.truncate(opts.signatures);
+            t.signatures = rows;
+        }
+        out.push(t);
     }
     Ok(Report {
         settings: Settings {
@@ -522,6 +559,7 @@ fn trace_report(path: &Path, r: &Replay, runs: &[RunResult]) -> TraceReport {
             cold_pages: l.cold_pages,
         },
         runs: reports,
+        signatures: Vec::new(),
     }
 }
 
@@ -757,8 +795,51 @@ pub fn render(rep: &Report) -> String {
                 );
             }
         }
+        if !t.signatures.is_empty() {
+            render_signatures(&mut o, t);
+        }
     }
     o
+}
+
+fn render_signatures(o: &mut String, t: &TraceReport) {
+    let _ = writeln!(
+        o,
+        "\npcstream by signature (the {} heaviest; measured pass): its streams, the lifetime it learnt \
+         (from the deaths it hears) and the pages' lifetimes on the device (p10 / p50 / p90; `-`: none died):",
+        t.signatures.len()
+    );
+    let _ = writeln!(
+        o,
+        "{:<18} {:>6} {:>10} {:<18} {:>8} {:>8} {:>8} {:>8}",
+        "signature", "share", "pages", "streams", "learnt", "dev p10", "dev p50", "dev p90"
+    );
+    for r in &t.signatures {
+        let streams: Vec<String> = r
+            .streams
+            .iter()
+            .take(3)
+            .map(|(s, n)| format!("{s}:{:.0}%", pct(*n, r.pages)))
+            .collect();
+        let _ = writeln!(
+            o,
+            "{:<18} {:>5.1}% {:>10} {:<18} {:>8} {:>8} {:>8} {:>8}",
+            r.signature
+                .map_or_else(|| "(none)".to_string(), |s| format!("{s:016x}")),
+            pct(r.pages, t.host_pages),
+            r.pages,
+            streams.join(" "),
+            pages_short(r.estimate_log2.map(f64::exp2)),
+            pages_short(r.device_lifetime_p10.map(|v| v as f64)),
+            pages_short(r.device_lifetime_p50.map(|v| v as f64)),
+            pages_short(r.device_lifetime_p90.map(|v| v as f64))
+        );
+    }
+    let _ = writeln!(
+        o,
+        "(none): device writes without a signature (file-system metadata, journal). \
+         `pcstreamctl trace-stats TRACE` shows each signature's call path."
+    );
 }
 
 #[cfg(test)]

@@ -19,6 +19,7 @@ pub mod histogram;
 mod hugepage;
 pub mod model;
 pub mod replay;
+pub mod signatures;
 mod ssd;
 pub mod stats;
 pub mod timing;

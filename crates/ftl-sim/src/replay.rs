@@ -1521,6 +1521,24 @@ pub struct Job<'a> {
     pub spec: DeviceSpec,
 }
 
+/// The policies' configuration on a device: `policy_cfg` with the device's
+/// stream count and, unless it names one, the device's erase block as
+/// pcstream's lifetime resolution (`MapperConfig::erase_unit_pages`).
+pub fn policy_config_for(
+    spec: &DeviceSpec,
+    layout: &DeviceLayout,
+    policy_cfg: &PolicyConfig,
+) -> PolicyConfig {
+    let mut cfg = PolicyConfig {
+        streams: spec.streams,
+        ..policy_cfg.clone()
+    };
+    if cfg.pcstream.mapper.erase_unit_pages == 0 {
+        cfg.pcstream.mapper.erase_unit_pages = u64::from(layout.config.geometry.pages_per_block);
+    }
+    cfg
+}
+
 /// Sizes and ages a device for `job`, replays the trace through the policy
 /// and collects the statistics.
 pub fn simulate(job: &Job<'_>, policy_cfg: &PolicyConfig) -> Result<RunResult, ReplayError> {
@@ -1529,15 +1547,7 @@ pub fn simulate(job: &Job<'_>, policy_cfg: &PolicyConfig) -> Result<RunResult, R
         what,
     };
     let layout = layout(job.replay, &job.spec).map_err(bad)?;
-    let mut cfg = PolicyConfig {
-        streams: job.spec.streams,
-        ..policy_cfg.clone()
-    };
-    // pcstream's lifetime resolution: this device's erase block, unless
-    // the policy configuration names one.
-    if cfg.pcstream.mapper.erase_unit_pages == 0 {
-        cfg.pcstream.mapper.erase_unit_pages = u64::from(layout.config.geometry.pages_per_block);
-    }
+    let cfg = policy_config_for(&job.spec, &layout, policy_cfg);
     let make = || policies::build(&job.policy, &cfg).map_err(|e| bad(e.to_string()));
     let mut policy = make()?;
     let mut ssd = aged_ssd(job.replay, &layout).map_err(bad)?;

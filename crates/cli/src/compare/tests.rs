@@ -635,3 +635,57 @@ fn policy_config_json_names_unknown_keys_and_keeps_the_old_interval_name() {
     let c: PolicyConfig = serde_json::from_str(bench).unwrap();
     assert!(c.pcstream.key_by_lba);
 }
+
+#[test]
+fn signatures_break_pcstream_down_with_learnt_and_device_lifetimes() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = model_trace(dir.path());
+    let mut o = small_opts(InternalMode::Off);
+    o.policies = vec!["baseline".into(), "pcstream".into()];
+    o.signatures = 5;
+    let rep = compare(std::slice::from_ref(&p), &o).unwrap();
+    let t = &rep.traces[0];
+    let text = render(&rep);
+    assert!(text.contains("pcstream by signature"), "{text}");
+    let row = |sig| {
+        t.signatures
+            .iter()
+            .find(|r| r.signature == Some(sig))
+            .unwrap_or_else(|| panic!("no row for {sig:x}: {:?}", t.signatures))
+    };
+    let (short, long) = (row(SHORT_SIG), row(LONG_SIG));
+    // Every host page of the measured pass is in some row, once.
+    let rows: u64 = t.signatures.iter().map(|r| r.pages).sum();
+    assert_eq!(rows, t.host_pages);
+    for r in [short, long] {
+        let in_streams: u64 = r.streams.iter().map(|s| s.1).sum();
+        assert_eq!(in_streams, r.pages);
+    }
+    // pcstream learnt the short signature as shorter-lived, put it in a
+    // lower stream, and its pages did die sooner on the device.
+    assert!(short.estimate_log2.unwrap() + 2.0 < long.estimate_log2.unwrap());
+    assert!(short.streams[0].0 < long.streams[0].0, "{short:?} {long:?}");
+    assert!(short.device_lifetime_p50.unwrap() < long.device_lifetime_p50.unwrap());
+    // The rows agree with the simulated run's per-stream counts.
+    let pc = t.runs.iter().find(|r| r.policy == "pcstream").unwrap();
+    for s in &pc.per_stream {
+        let from_rows: u64 = t
+            .signatures
+            .iter()
+            .flat_map(|r| r.streams.iter())
+            .filter(|(id, _)| *id == s.stream)
+            .map(|(_, n)| n)
+            .sum();
+        assert_eq!(from_rows, s.host_pages, "stream {}", s.stream);
+    }
+    // Off by default, and not with tables cleared at marks.
+    o.signatures = 0;
+    let plain = compare(std::slice::from_ref(&p), &o).unwrap();
+    assert!(plain.traces[0].signatures.is_empty());
+    let json = serde_json::to_string(&plain).unwrap();
+    assert!(!json.contains("\"signatures\":["), "{json}");
+    o.signatures = 3;
+    o.clear_at_marks = true;
+    let e = compare(std::slice::from_ref(&p), &o).unwrap_err();
+    assert!(e.to_string().contains("--clear-at-marks"), "{e}");
+}
