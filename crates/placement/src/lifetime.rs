@@ -26,9 +26,10 @@
 //! of age ≈ 0. pcstream keeps *segments* instead: runs of pages within one
 //! chunk written by one signature, each with its birth. A write ends the
 //! lives of exactly the pages it covers (splitting segments as needed) and
-//! adds its pages as a new segment, or appends them to the segment of the
-//! same signature that ends where it starts in the same chunk (the one
-//! approximation left: appended pages take that segment's older birth).
+//! adds its pages as a new segment or, when it overwrote nothing (an
+//! append), extends the segment of the same signature that ends where it
+//! starts in the same chunk (the one approximation left: appended pages take
+//! that segment's older birth).
 //! So a chunk costs one entry when one code path fills it, and one per run
 //! of another code path's pages otherwise; at `chunk_pages = 1` everything
 //! is exact.
@@ -300,7 +301,9 @@ impl LifetimeManager {
             s.last_write = now;
         }
         // The overwritten lives end, whatever signature and time they have.
-        self.invalidate(space, first, pages, now);
+        // An overwrite starts new segments; only a write onto free pages
+        // (an append) may extend its neighbour.
+        let append = self.end_lives(space, first, pages, now) == 0;
         let cp = u64::from(self.cfg.chunk_pages);
         let mut p = first;
         let chunks = (end - 1) / cp - first / cp + 1;
@@ -312,20 +315,21 @@ impl LifetimeManager {
         }
         while p < end {
             let q = (p / cp).saturating_add(1).saturating_mul(cp).min(end);
-            self.add_segment(space, p, q, sig, now);
+            self.add_segment(space, p, q, sig, now, append);
             p = q;
         }
     }
 
     /// Records `[a, b)` (within one chunk, no live page in it) as written
-    /// by `sig` at `now`: an append to a segment of the same signature
-    /// ending at `a` in the same chunk extends it (keeping its birth, the
+    /// by `sig` at `now`: with `append`, a segment of the same signature
+    /// ending at `a` in the same chunk is extended (keeping its birth, the
     /// coarse-chunk approximation); anything else is a new segment.
-    fn add_segment(&mut self, space: SpaceKey, a: u64, b: u64, sig: u64, now: u64) {
+    fn add_segment(&mut self, space: SpaceKey, a: u64, b: u64, sig: u64, now: u64, append: bool) {
         let cp = u64::from(self.cfg.chunk_pages);
         let prev = self
             .index
             .get(&space)
+            .filter(|_| append)
             .and_then(|m| m.range(..a).next_back())
             .map(|(_, &i)| i)
             .filter(|&i| {
@@ -373,12 +377,17 @@ impl LifetimeManager {
     /// `first = 0, pages = TO_END`). Each live page's death goes to the
     /// segment that holds it: its own signature and birth.
     pub fn invalidate(&mut self, space: SpaceKey, first: u64, pages: u64, now: u64) {
+        self.end_lives(space, first, pages, now);
+    }
+
+    /// [`LifetimeManager::invalidate`]; returns the live pages it ended.
+    fn end_lives(&mut self, space: SpaceKey, first: u64, pages: u64, now: u64) -> u64 {
         if pages == 0 {
-            return;
+            return 0;
         }
         let (a, b) = (first, first.saturating_add(pages));
         let Some(map) = self.index.get(&space) else {
-            return;
+            return 0;
         };
         // Segments do not overlap: the one starting before `a` may reach
         // into the range, then every one starting inside it.
@@ -410,9 +419,12 @@ impl LifetimeManager {
                 }
             }
         }
+        let mut ended = 0;
         for (sig, life, pages) in deaths {
+            ended += pages;
             self.death(sig, life, pages);
         }
+        ended
     }
 
     fn rekey(&mut self, i: u32, start: u64) {
@@ -732,7 +744,25 @@ mod tests {
         let s = m.sig(5).unwrap();
         assert_eq!(s.dead_pages, 256);
         assert_eq!(s.hist[12], 256, "every page lived 4096 pages: {:?}", s.hist);
-        assert_eq!(m.live_entries(), 1, "the rewritten pieces merge again");
+        assert_eq!(m.live_entries(), 8, "each rewritten piece keeps its birth");
+    }
+
+    #[test]
+    fn an_overwrite_next_to_an_old_segment_keeps_its_own_birth() {
+        // SQLite's pager: page 6 rewritten long after pages 0..6 were
+        // written by the same code path. An append would extend their
+        // segment; an overwrite must not inherit its birth.
+        let mut m = LifetimeManager::new(LifetimeConfig::default());
+        m.write(F, 0, 7, 9, 0);
+        m.write(F, 6, 1, 9, 1000); // page 6 overwritten: lifetime 1000
+        m.write(F, 6, 1, 9, 1016); // and again 16 pages later
+        let s = m.sig(9).unwrap();
+        assert_eq!(s.dead_pages, 2);
+        assert_eq!(s.hist[9], 1, "{:?}", s.hist); // 1000 ∈ [2^9, 2^10)
+        assert_eq!(s.hist[4], 1, "{:?}", s.hist); // 16, not 1016
+                                                  // A true append still extends the neighbour (one entry per run).
+        m.write(F, 7, 1, 9, 1020);
+        assert_eq!(m.live_entries(), 2);
     }
 
     #[test]
