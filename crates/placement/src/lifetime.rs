@@ -300,6 +300,20 @@ impl LifetimeManager {
             s.written_pages += pages;
             s.last_write = now;
         }
+        // Fast path: the write covers exactly one segment (a page or run
+        // rewritten in place): the same as ending it and starting a new
+        // one, without touching the index.
+        if let Some(i) = self.index.get(&space).and_then(|m| m.get(&first)).copied() {
+            let s = &mut self.slots[i as usize];
+            if s.end == end {
+                let (old_sig, born) = (s.sig, s.born);
+                s.born = now;
+                s.sig = sig;
+                self.touch(i);
+                self.death(old_sig, now.saturating_sub(born), pages);
+                return;
+            }
+        }
         // The overwritten lives end, whatever signature and time they have.
         // An overwrite starts new segments; only a write onto free pages
         // (an append) may extend its neighbour.
