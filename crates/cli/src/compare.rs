@@ -454,6 +454,14 @@ pub fn compare(traces: &[PathBuf], opts: &Options) -> anyhow::Result<Report> {
         })
         .collect::<anyhow::Result<_>>()?;
     let modes = opts.internal.modes();
+    let spec = |internal_streams| DeviceSpec {
+        streams: opts.streams,
+        internal_streams,
+        shared_gc_block: opts.shared_gc_block,
+        op: opts.op,
+        prefill: opts.prefill,
+        ..DeviceSpec::default()
+    };
     let mut jobs = Vec::new();
     for r in &replays {
         for &internal_streams in modes {
@@ -461,14 +469,7 @@ pub fn compare(traces: &[PathBuf], opts: &Options) -> anyhow::Result<Report> {
                 jobs.push(Job {
                     replay: r,
                     policy: p.clone(),
-                    spec: DeviceSpec {
-                        streams: opts.streams,
-                        internal_streams,
-                        shared_gc_block: opts.shared_gc_block,
-                        op: opts.op,
-                        prefill: opts.prefill,
-                        ..DeviceSpec::default()
-                    },
+                    spec: spec(internal_streams),
                 });
             }
         }
@@ -490,14 +491,7 @@ pub fn compare(traces: &[PathBuf], opts: &Options) -> anyhow::Result<Report> {
             let job = Job {
                 replay: r,
                 policy: "pcstream".into(),
-                spec: DeviceSpec {
-                    streams: opts.streams,
-                    internal_streams: modes[0],
-                    shared_gc_block: opts.shared_gc_block,
-                    op: opts.op,
-                    prefill: opts.prefill,
-                    ..DeviceSpec::default()
-                },
+                spec: spec(modes[0]),
             };
             let mut rows = pcstream_signatures(&job, &opts.policy_config)
                 .with_context(|| format!("breaking {} down by signature", path.display()))?;

@@ -1083,9 +1083,9 @@ impl RunCounters {
 
 /// The policy a pass places with: the caller's, until a round mark
 /// replaces it by a fresh instance.
-struct PolicySlot<'a> {
-    base: &'a mut dyn Placement,
-    fresh: Option<Box<dyn Placement + Send>>,
+pub(crate) struct PolicySlot<'a> {
+    pub(crate) base: &'a mut dyn Placement,
+    pub(crate) fresh: Option<Box<dyn Placement + Send>>,
 }
 
 impl PolicySlot<'_> {
@@ -1098,7 +1098,7 @@ impl PolicySlot<'_> {
 }
 
 /// A fresh policy instance for [`RunMode::clear_at_marks`].
-type MakePolicy<'a> = &'a dyn Fn() -> Result<Box<dyn Placement + Send>, ReplayError>;
+pub(crate) type MakePolicy<'a> = &'a dyn Fn() -> Result<Box<dyn Placement + Send>, ReplayError>;
 
 /// One pass over the replay starting at replay clock `clock0` (policies see
 /// times and deaths shifted by it); with `fresh`, the policy is replaced at
@@ -1111,9 +1111,84 @@ fn run_pass(
     clock0: u64,
     c: &mut RunCounters,
 ) -> Result<u64, ReplayError> {
-    let streams = ssd.config().streams.max(1);
+    let streams = ssd.config().streams;
+    drive_pass(replay, slot, fresh, streams, clock0, |ev| match ev {
+        PassEvent::Page {
+            index, lpn, stream, ..
+        } => {
+            ssd.write(lpn, stream)
+                .map_err(|source| ReplayError::Sim { index, source })?;
+            c.pages_per_stream[stream as usize] += 1;
+            if stream == 0 {
+                c.stream0_pages += 1;
+            }
+            Ok(())
+        }
+        PassEvent::Trim { index, lpn, pages } => {
+            // Only pages the replay writes: the others may hold the
+            // cold data of the ageing, which the workload never frees.
+            let mut p = lpn;
+            while p < lpn + pages {
+                if !replay.touches(p) {
+                    p += 1;
+                    continue;
+                }
+                let start = p;
+                while p < lpn + pages && replay.touches(p) {
+                    p += 1;
+                }
+                ssd.trim(start, p - start)
+                    .map_err(|source| ReplayError::Sim { index, source })?;
+            }
+            Ok(())
+        }
+    })
+}
+
+/// What [`drive_pass`] reports to its sink.
+pub(crate) enum PassEvent {
+    /// One host page placed by the policy.
+    Page {
+        /// Index of the operation in [`Replay::ops`].
+        index: usize,
+        /// Logical page.
+        lpn: u64,
+        /// The policy's stream (clamped to the device's).
+        stream: StreamId,
+        /// The page's index in the pass (its entry in [`Replay::deaths`]).
+        k: u64,
+        /// Signature of the write.
+        signature: Option<u64>,
+        /// Data or metadata.
+        class: WriteClass,
+    },
+    /// Pages discarded (the policy has heard it already).
+    Trim {
+        /// Index of the operation in [`Replay::ops`].
+        index: usize,
+        /// First logical page.
+        lpn: u64,
+        /// Page count.
+        pages: u64,
+    },
+}
+
+/// Drives the policy through one pass of the replay (see [`run_pass`]):
+/// every write is placed page by page, TRIMs and file invalidations are
+/// told to the policy, and `sink` hears each placed page (its stream
+/// clamped to the device's `streams`) and each TRIM — the device
+/// simulation, or a breakdown that needs no device ([`crate::signatures`]).
+pub(crate) fn drive_pass(
+    replay: &Replay,
+    slot: &mut PolicySlot<'_>,
+    fresh: Option<MakePolicy<'_>>,
+    streams: u32,
+    clock0: u64,
+    mut sink: impl FnMut(PassEvent) -> Result<(), ReplayError>,
+) -> Result<u64, ReplayError> {
     let mut clock = clock0;
     let mut next_mark = 0usize;
+    let streams = streams.max(1);
     for (index, op) in replay.ops.iter().enumerate() {
         match *op {
             Op::Write {
@@ -1123,7 +1198,7 @@ fn run_pass(
                 file_page,
                 signature,
                 app_hint,
-                ..
+                class,
             } => {
                 for i in 0..u64::from(pages) {
                     if let Some(make) = fresh {
@@ -1136,6 +1211,7 @@ fn run_pass(
                             next_mark += 1;
                         }
                     }
+                    let k = clock - clock0;
                     let ctx = WriteCtx {
                         time: clock,
                         lpn: lpn + i,
@@ -1144,15 +1220,17 @@ fn run_pass(
                         file_page: file_page + i,
                         signature,
                         app_hint,
-                        death: replay.death(clock - clock0).map(|d| d + clock0),
+                        death: replay.death(k).map(|d| d + clock0),
                     };
-                    let s: StreamId = slot.get().place(&ctx).min(streams - 1);
-                    ssd.write(lpn + i, s)
-                        .map_err(|source| ReplayError::Sim { index, source })?;
-                    c.pages_per_stream[s as usize] += 1;
-                    if s == 0 {
-                        c.stream0_pages += 1;
-                    }
+                    let stream: StreamId = slot.get().place(&ctx).min(streams - 1);
+                    sink(PassEvent::Page {
+                        index,
+                        lpn: lpn + i,
+                        stream,
+                        k,
+                        signature,
+                        class,
+                    })?;
                     clock += 1;
                 }
             }
@@ -1163,21 +1241,7 @@ fn run_pass(
                     slot.get().trim(lpn + done, n, clock);
                     done += u64::from(n);
                 }
-                // Only pages the replay writes: the others may hold the
-                // cold data of the ageing, which the workload never frees.
-                let mut p = lpn;
-                while p < lpn + pages {
-                    if !replay.touches(p) {
-                        p += 1;
-                        continue;
-                    }
-                    let start = p;
-                    while p < lpn + pages && replay.touches(p) {
-                        p += 1;
-                    }
-                    ssd.trim(start, p - start)
-                        .map_err(|source| ReplayError::Sim { index, source })?;
-                }
+                sink(PassEvent::Trim { index, lpn, pages })?;
             }
             Op::InvalidateFile {
                 file,

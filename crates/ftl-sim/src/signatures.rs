@@ -6,12 +6,14 @@
 //! pcstream learns from (file deaths) against what the flash sees.
 //!
 //! The placement does not depend on the device's state, only on the
-//! replay, so this runs the policy alone — the same passes, clock and
-//! configuration as [`crate::replay::simulate`] — without simulating GC.
+//! replay, so this drives the policy through the same passes as
+//! [`crate::replay::simulate`] (`replay::drive_pass`, same clock and
+//! configuration) without simulating GC.
 
-use crate::replay::{layout, policy_config_for, Job, Op, ReplayError, WriteClass};
+use crate::replay::{
+    drive_pass, layout, policy_config_for, Job, PassEvent, PolicySlot, ReplayError, WriteClass,
+};
 use pcstream_placement::pcstream::PcStream;
-use pcstream_placement::policy::{Placement, WriteCtx};
 use std::collections::HashMap;
 
 /// One signature's row.
@@ -81,63 +83,35 @@ pub fn pcstream_signatures(
     let passes = u64::from(r.run_mode.warmup_passes) + 1;
     let mut acc: HashMap<Option<u64>, Acc> = HashMap::new();
     for pass in 0..passes {
-        let clock0 = pass * n;
         let measured = pass + 1 == passes;
-        let mut clock = clock0;
-        for op in &r.ops {
-            match *op {
-                Op::Write {
-                    lpn,
-                    pages,
-                    file,
-                    file_page,
-                    signature,
-                    app_hint,
-                    class,
-                } => {
+        let mut slot = PolicySlot {
+            base: &mut pc,
+            fresh: None,
+        };
+        drive_pass(r, &mut slot, None, cfg.streams, pass * n, |ev| {
+            if let PassEvent::Page {
+                stream,
+                k,
+                signature,
+                class,
+                ..
+            } = ev
+            {
+                if measured {
                     let key = match class {
                         WriteClass::Data => signature,
                         WriteClass::Metadata => None,
                     };
-                    for i in 0..u64::from(pages) {
-                        let k = clock - clock0;
-                        let death = r.death(k);
-                        let s = pc.place(&WriteCtx {
-                            time: clock,
-                            lpn: lpn + i,
-                            pages: 1,
-                            file,
-                            file_page: file_page + i,
-                            signature,
-                            app_hint,
-                            death: death.map(|d| d + clock0),
-                        });
-                        if measured {
-                            let a = acc.entry(key).or_default();
-                            a.pages += 1;
-                            *a.streams.entry(s).or_default() += 1;
-                            if let Some(d) = death {
-                                a.lives.push(d - k);
-                            }
-                        }
-                        clock += 1;
+                    let a = acc.entry(key).or_default();
+                    a.pages += 1;
+                    *a.streams.entry(stream).or_default() += 1;
+                    if let Some(d) = r.death(k) {
+                        a.lives.push(d - k);
                     }
                 }
-                Op::Trim { lpn, pages } => {
-                    let mut done = 0;
-                    while done < pages {
-                        let m = (pages - done).min(u64::from(u32::MAX)) as u32;
-                        pc.trim(lpn + done, m, clock);
-                        done += u64::from(m);
-                    }
-                }
-                Op::InvalidateFile {
-                    file,
-                    first_page,
-                    pages,
-                } => pc.invalidate_file(file, first_page, pages, clock),
             }
-        }
+            Ok(())
+        })?;
     }
     let mut rows: Vec<SignatureRow> = acc
         .into_iter()
