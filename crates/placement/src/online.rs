@@ -32,6 +32,11 @@ pub const PAGE: u64 = 4096;
 /// Learner key of the shared learner (`share_between_users = true`).
 pub const SHARED: u32 = u32::MAX;
 
+/// Largest write a `write()` call can make (Linux `MAX_RW_COUNT`); a write
+/// event claiming more cannot come from a shim and is ignored (counted), so
+/// a forged event cannot make the engine walk 2^52 pages.
+pub const MAX_WRITE_BYTES: u64 = 0x7fff_f000;
+
 /// Programs remembered per signature.
 const MAX_PROGRAMS: usize = 8;
 /// Processes whose executable name is remembered.
@@ -65,6 +70,9 @@ pub struct EngineCounters {
     pub client_dropped: u64,
     /// Signature descriptions not kept because the cap was reached.
     pub signatures_untracked: u64,
+    /// Write events longer than [`MAX_WRITE_BYTES`], ignored.
+    #[serde(default)]
+    pub oversized_writes: u64,
 }
 
 /// What tools show about a signature.
@@ -225,6 +233,10 @@ impl Engine {
             Some(Kind::Write(w)) => {
                 self.counters.writes += 1;
                 if w.len == 0 {
+                    return;
+                }
+                if w.len > MAX_WRITE_BYTES {
+                    self.counters.oversized_writes += 1;
                     return;
                 }
                 if w.signature != 0 {
@@ -539,5 +551,17 @@ mod tests {
         assert_eq!(s.learners().len(), 1);
         assert_eq!(s.stream(0, 3), s.stream(1000, 3));
         assert_eq!(s.stream(1000, 1), 1);
+    }
+
+    #[test]
+    fn a_forged_huge_write_is_ignored_and_counted() {
+        let mut e = Engine::new(cfg(false));
+        let mut ev = write(1, 0, 1, 9);
+        if let Some(Kind::Write(w)) = &mut ev.kind {
+            w.len = u64::MAX;
+        }
+        e.apply(0, 1, &ev);
+        assert_eq!(e.clock(), 0);
+        assert_eq!(e.counters().oversized_writes, 1);
     }
 }
