@@ -222,3 +222,28 @@ fn learning_is_per_uid_unless_shared() {
         }
     }
 }
+
+#[test]
+fn watch_prints_plain_lines_when_not_a_terminal() {
+    let d = Daemon::start("");
+    let n = teach(&d);
+    d.wait_events(n as u64);
+    let (ok, out, err) = d.ctl(&["watch", "--count", "2", "--interval-ms", "100"]);
+    assert!(ok, "{err}");
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("mapping generation") && l.contains("2 signatures mapped")),
+        "{out}"
+    );
+    assert_eq!(
+        out.lines().filter(|l| l.starts_with("events ")).count(),
+        2,
+        "{out}"
+    );
+    let (ok, out, err) = d.ctl(&["watch", "--count", "1", "--json"]);
+    assert!(ok, "{err}");
+    for l in out.lines() {
+        let v: serde_json::Value = serde_json::from_str(l).unwrap();
+        assert!(v["event"] == "mapping" || v["event"] == "status", "{l}");
+    }
+}

@@ -9,8 +9,8 @@ use crate::state::Shared;
 use nix::sys::socket::{
     recvmsg, setsockopt, sockopt, ControlMessageOwned, MsgFlags, UnixAddr, UnixCredentials,
 };
+use pcstream_placement::online;
 use pcstream_placement::wire;
-use prost::Message;
 use std::io::IoSliceMut;
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::PermissionsExt;
@@ -34,10 +34,10 @@ pub enum DatagramError {
     Decode(String),
 }
 
-/// Decodes one datagram's payload. Bounded: prost never allocates more
-/// than the payload's length implies.
+/// Decodes one datagram's payload (`online::decode_batch`, fuzzed by
+/// `fuzz/fuzz_targets/daemon_datagram.rs`).
 pub fn decode_datagram(buf: &[u8]) -> Result<wire::EventBatch, DatagramError> {
-    wire::EventBatch::decode(buf).map_err(|e| DatagramError::Decode(e.to_string()))
+    online::decode_batch(buf).map_err(|e| DatagramError::Decode(e.to_string()))
 }
 
 /// Binds `events.sock` in `dir` (replacing a stale socket file).
@@ -129,6 +129,7 @@ pub async fn run(sock: UnixDatagram, shared: Arc<Shared>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use prost::Message;
 
     #[test]
     fn decoder_rejects_garbage_and_accepts_batches() {

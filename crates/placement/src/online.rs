@@ -151,6 +151,13 @@ pub fn invalidated_pages(i: &wire::InvalidateEvent) -> (u64, u64) {
     }
 }
 
+/// Decodes one event datagram's payload (what `pcstreamd` receives on
+/// `events.sock`). Bounded: prost never allocates more than the payload's
+/// length implies. The fuzz target `daemon_datagram` drives it.
+pub fn decode_batch(buf: &[u8]) -> Result<wire::EventBatch, prost::DecodeError> {
+    <wire::EventBatch as prost::Message>::decode(buf)
+}
+
 fn file_of(f: &Option<wire::FileId>) -> (u64, u64) {
     f.as_ref().map(|f| (f.dev, f.ino)).unwrap_or((0, 0))
 }
