@@ -11,7 +11,9 @@
 //!   state, which the next start reloads (mapping published at once);
 //!   a corrupt state file is moved aside;
 //! - mutating gRPC calls are refused to other uids (as root: runuser nobody);
-//! - a SIGSTOPped daemon never blocks a writer under the shim.
+//! - a SIGSTOPped daemon never blocks a writer under the shim; kill -9 of the
+//!   daemon mid-write neither: the restarted daemon reloads its last save;
+//! - the live-data table stays at its cap (LRU eviction).
 
 mod app_common;
 mod daemon_common;
@@ -345,4 +347,83 @@ fn a_stopped_daemon_never_blocks_a_writer() {
         st.status
     );
     assert_eq!(std::fs::metadata(&file).unwrap().len(), 512 * 20000);
+}
+
+fn page_write(ino: u64, page: u64, sig: u64) -> wire::Event {
+    wire::Event {
+        kind: Some(Kind::Write(wire::WriteEvent {
+            file: Some(wire::FileId { dev: 1, ino }),
+            offset: page * 4096,
+            len: 4096,
+            signature: sig,
+            ..Default::default()
+        })),
+        ..Default::default()
+    }
+}
+
+#[test]
+fn memory_is_capped_by_lru_eviction() {
+    // 1 MiB cap = 10,922 live-data entries; 30,000 writes to distinct chunks.
+    let d = Daemon::start("memory_cap_mib = 1\n");
+    let evs: Vec<_> = (0..30_000u64)
+        .map(|i| page_write(i / 64, (i % 64) * 256, 9))
+        .collect();
+    send_events(&d.run_dir().join("events.sock"), &evs, 200);
+    let st = d.wait_events(evs.len() as u64);
+    let cap = (1u64 << 20) / pcstream_placement::lifetime::ENTRY_BYTES as u64;
+    assert_eq!(st["live_chunks_cap"].as_u64().unwrap(), cap);
+    assert_eq!(st["live_chunks"].as_u64().unwrap(), cap, "{st}");
+}
+
+#[test]
+fn kill_9_mid_run_then_restart_reloads_the_last_save() {
+    let mut d = Daemon::start("save_interval_s = 1\n");
+    let mut evs = Vec::new();
+    for round in 0..3000u64 {
+        evs.push(page_write(1000 + round, 0, 5));
+        evs.push(wire::Event {
+            kind: Some(Kind::Invalidate(wire::InvalidateEvent {
+                file: Some(wire::FileId {
+                    dev: 1,
+                    ino: 1000 + round,
+                }),
+                kind: wire::InvalidateKind::Unlink as i32,
+                offset: 0,
+                len: 4096,
+            })),
+            ..Default::default()
+        });
+        evs.push(page_write(7, round % 64, 6));
+    }
+    send_events(&d.run_dir().join("events.sock"), &evs, 100);
+    d.wait_events(evs.len() as u64);
+    let t = std::time::Instant::now();
+    while !d.log().contains("state saved") {
+        assert!(t.elapsed().as_secs() < 30, "no periodic save:\n{}", d.log());
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // A writer under the shim is running when the daemon is killed.
+    let out = tempfile::tempdir().unwrap();
+    let file = out.path().join("f");
+    let mut writer = Command::new("dd")
+        .args(["if=/dev/urandom", "bs=4096", "count=5000"])
+        .arg(format!("of={}", file.display()))
+        .env("LD_PRELOAD", pcstream_tests::shim())
+        .env("PCSTREAM_SOCKET", d.run_dir().join("events.sock"))
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    d.child.take().unwrap().kill().unwrap();
+    let st = writer.wait().unwrap();
+    assert!(st.success());
+    assert_eq!(std::fs::metadata(&file).unwrap().len(), 4096 * 5000);
+    d.spawn(&[]);
+    let s = d.status();
+    assert!(s["signatures"].as_u64().unwrap() >= 2, "{s}");
+    let table = read_table(&d.run_dir().join(format!("mapping.{}", uid())));
+    assert!(
+        table.iter().any(|e| e.0 == 5) && table.iter().any(|e| e.0 == 6),
+        "{table:?}"
+    );
 }
