@@ -247,3 +247,37 @@ fn watch_prints_plain_lines_when_not_a_terminal() {
         assert!(v["event"] == "mapping" || v["event"] == "status", "{l}");
     }
 }
+
+#[test]
+fn pin_and_recluster_republish_and_check_their_arguments() {
+    let d = Daemon::start("");
+    let n = teach(&d);
+    d.wait_events(n as u64);
+    // SAFETY: geteuid has no preconditions.
+    let me = unsafe { libc::geteuid() };
+    let table = d.run_dir().join(format!("mapping.{me}"));
+    let before = read_table(&table);
+    let s6 = before
+        .iter()
+        .find(|e| e.0 == 6)
+        .expect("signature 6 mapped")
+        .1;
+    let other = if s6 == 4 { 3 } else { 4 };
+    let (ok, out, err) = d.ctl(&["pin", "6", &other.to_string(), "--uid", &me.to_string()]);
+    assert!(ok, "{err}");
+    assert!(out.contains("pinned 1"), "{out}");
+    let after = read_table(&table);
+    assert_eq!(after.iter().find(|e| e.0 == 6).unwrap().1, other);
+    let (ok, _, err) = d.ctl(&["pin", "6", "9"]);
+    assert!(!ok && err.contains("out of range"), "{err}");
+    let (ok, _, err) = d.ctl(&["pin", "xyz", "1"]);
+    assert!(!ok && err.contains("not hexadecimal"), "{err}");
+    let (ok, out, err) = d.ctl(&["recluster"]);
+    assert!(ok && out.contains("mapping generation"), "{err}");
+    // The pin outlives a re-clustering.
+    assert_eq!(
+        read_table(&table).iter().find(|e| e.0 == 6).unwrap().1,
+        other
+    );
+    assert!(d.status()["rejected_requests"].as_u64().unwrap() >= 1);
+}

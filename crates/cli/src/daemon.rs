@@ -44,6 +44,24 @@ pub enum DaemonCmd {
     Export(ExportArgs),
     /// Load a learned table exported by `export` (root or the daemon's user).
     Import(ImportArgs),
+    /// Pin a signature to a stream by hand (root or the daemon's user).
+    Pin(PinArgs),
+    /// Re-cluster every learner now (root or the daemon's user).
+    Recluster(Conn),
+}
+
+/// `pin` options.
+#[derive(Debug, Clone, Args)]
+pub struct PinArgs {
+    #[command(flatten)]
+    pub conn: Conn,
+    /// Signature (hex, as `contexts` prints it).
+    pub signature: String,
+    /// Stream id (0 .. streams-1).
+    pub stream: u32,
+    /// Learner (uid) whose table to change (default: your uid).
+    #[arg(long)]
+    pub uid: Option<u32>,
 }
 
 /// `contexts` options.
@@ -131,7 +149,8 @@ pub fn run(cmd: DaemonCmd) -> anyhow::Result<std::process::ExitCode> {
         .enable_all()
         .build()?;
     let conn = match &cmd {
-        DaemonCmd::Status(c) | DaemonCmd::Streams(c) => c.clone(),
+        DaemonCmd::Status(c) | DaemonCmd::Streams(c) | DaemonCmd::Recluster(c) => c.clone(),
+        DaemonCmd::Pin(a) => a.conn.clone(),
         DaemonCmd::Contexts(a) => a.conn.clone(),
         DaemonCmd::Watch(a) => a.conn.clone(),
         DaemonCmd::Export(a) => a.conn.clone(),
@@ -209,6 +228,29 @@ async fn run_async(conn: Conn, cmd: DaemonCmd) -> anyhow::Result<()> {
                     a.output.display()
                 );
             }
+        }
+        DaemonCmd::Pin(a) => {
+            let sig = u64::from_str_radix(a.signature.trim_start_matches("0x"), 16)
+                .map_err(|_| anyhow!("signature {:?} is not hexadecimal", a.signature))?;
+            // SAFETY: getuid has no preconditions.
+            let uid = a.uid.unwrap_or_else(|| unsafe { libc::getuid() });
+            let r = c
+                .set_streams(wire::SetStreamsRequest {
+                    uid,
+                    signature_to_stream: [(sig, a.stream)].into_iter().collect(),
+                })
+                .await
+                .map_err(e)?
+                .into_inner();
+            println!("pinned {} signature(s)", r.applied);
+        }
+        DaemonCmd::Recluster(_) => {
+            let r = c
+                .recluster(wire::ReclusterRequest {})
+                .await
+                .map_err(e)?
+                .into_inner();
+            println!("re-clustered: mapping generation {}", r.mapping_generation);
         }
         DaemonCmd::Import(a) => {
             let data =
