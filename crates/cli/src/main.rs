@@ -17,6 +17,7 @@ mod run;
 mod shim_path;
 mod sim;
 mod symbolize;
+mod target;
 mod trace_stats;
 
 /// Fully automatic data placement for multi-stream and FDP SSDs.
@@ -39,6 +40,8 @@ enum Command {
     TraceStats(trace_stats::TraceStatsArgs),
     /// Replay traces through every placement policy on a simulated SSD: WAF, IOPS, lifetimes.
     Compare(compare::CompareArgs),
+    /// Run ftl-sim as an NVMe/TCP device with Flexible Data Placement.
+    Target(target::TargetArgs),
 }
 
 fn main() -> std::process::ExitCode {
@@ -49,6 +52,7 @@ fn main() -> std::process::ExitCode {
         Command::Record(a) => record::run(a),
         Command::TraceStats(a) => trace_stats::run(a),
         Command::Compare(a) => compare::run(a),
+        Command::Target(a) => target::run(a),
     };
     match result {
         Ok(code) => code,
