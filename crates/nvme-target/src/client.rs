@@ -143,7 +143,12 @@ impl Client {
 
     /// Sends a command without waiting; host data goes in the capsule when
     /// it fits 8 KiB, else on R2T. Returns the command id.
-    pub fn submit(&mut self, mut sqe: Sqe, out: &[u8], in_len: usize) -> io::Result<u16> {
+    pub fn submit(&mut self, sqe: Sqe, out: &[u8], in_len: usize) -> io::Result<u16> {
+        self.submit_owned(sqe, out.to_vec(), in_len)
+    }
+
+    /// As [`Client::submit`], taking the data by value (no copy for R2T data).
+    pub fn submit_owned(&mut self, mut sqe: Sqe, out: Vec<u8>, in_len: usize) -> io::Result<u16> {
         let cid = self.next_cid;
         self.next_cid = self.next_cid.wrapping_add(1);
         sqe.dw[0] = U32::new((sqe.dw[0].get() & 0xffff) | u32::from(cid) << 16);
@@ -159,12 +164,12 @@ impl Client {
             .write_all(pdu::header(ty::CMD, 0, HLEN_CMD, pdo, plen).as_bytes())?;
         self.wr.write_all(sqe.as_bytes())?;
         if in_capsule {
-            self.wr.write_all(out)?;
+            self.wr.write_all(&out)?;
         }
         self.inflight.insert(
             cid,
             Inflight {
-                out: if in_capsule { Vec::new() } else { out.to_vec() },
+                out: if in_capsule { Vec::new() } else { out },
                 data: Vec::new(),
             },
         );
@@ -297,7 +302,7 @@ impl Client {
                 failed += u64::from(self.poll()?.status != 0);
                 n -= 1;
             }
-            self.submit(sqe, &out, 0)?;
+            self.submit_owned(sqe, out, 0)?;
             n += 1;
         }
         while n > 0 {

@@ -208,7 +208,8 @@ impl Connection {
                     Pending {
                         sqe,
                         want: len,
-                        buf: Vec::new(),
+                        // len ≤ max_transfer and pending ≤ sqsize bound this.
+                        buf: Vec::with_capacity(len),
                     },
                 );
                 self.send_data_header(ty::R2T, 0, cid, 0, len as u32)?;

@@ -14,6 +14,8 @@ pub mod client;
 pub mod conn;
 pub mod controller;
 pub mod device;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod pages;
 pub mod pdu;
 pub mod server;
