@@ -7,6 +7,7 @@
 #   strace, nm      strace, binutils   shim tests (syscall counts, symbol offsets)
 #   mkfs.ext4       e2fsprogs      `record --device-trace` scratch file systems
 #   losetup         mount          loop devices for `record --device-trace`
+#   qemu-system-x86_64, debootstrap, cpio, zstd   tests/qemu (the NVMe target under a Linux guest)
 set -euo pipefail
 need=()
 check() { command -v "$1" >/dev/null || need+=("$2"); }
@@ -18,6 +19,10 @@ check strace strace
 check nm binutils
 check mkfs.ext4 e2fsprogs
 check losetup mount
+check qemu-system-x86_64 qemu-system-x86
+check debootstrap debootstrap
+check cpio cpio
+check zstd zstd
 command -v cargo >/dev/null || { echo "install-deps: cargo not found: install Rust (rustup) first" >&2; exit 1; }
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then

@@ -1,0 +1,62 @@
+#!/bin/sh
+# /init of the QEMU guest (see run.sh): starts pcstreamctl target on the
+# guest's loopback, connects the kernel's nvme-tcp host to it and checks it
+# with nvme-cli; prints `CHECK <name> ok|FAIL` lines on the serial console.
+export PATH=/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+mount -t proc proc /proc
+mount -t sysfs sys /sys
+mount -t devtmpfs dev /dev
+mkdir -p /tmp /run && mount -t tmpfs tmp /tmp
+mount -t configfs none /sys/kernel/config 2>/dev/null
+ip link set lo up
+modprobe nvme-tcp
+modprobe ext4 2>/dev/null
+NQN=nqn.2026-11.io.pcstream:ftl-sim
+check() {
+  name=$1; shift
+  if "$@" >/tmp/out 2>&1; then echo "CHECK $name ok"; else echo "CHECK $name FAIL"; head -c 2000 /tmp/out | sed 's/^/  | /'; fi
+}
+info() { echo "INFO $*"; }
+info "kernel $(uname -r), $(nvme version 2>&1 | head -1)"
+pcstreamctl target --listen 127.0.0.1:4420 --capacity 1G --ruhs 8 --ru-size 1M --interval 0 --json \
+  >/tmp/target.json 2>/tmp/target.log &
+TPID=$!
+sleep 2
+check discover nvme discover -t tcp -a 127.0.0.1 -s 4420
+check connect nvme connect -t tcp -a 127.0.0.1 -s 4420 -n $NQN
+sleep 2
+NS=$(ls /dev/nvme[0-9]*n1 2>/dev/null | head -1)
+CTRL=$(ls /dev/nvme[0-9]* 2>/dev/null | grep -E '/dev/nvme[0-9]+$' | head -1)
+info "namespace ${NS:-none}, controller ${CTRL:-none}"
+if [ -z "$NS" ]; then sed 's/^/  | /' /tmp/target.log | tail -30; fi
+check list nvme list
+check id-ctrl nvme id-ctrl "$CTRL"
+check id-ns nvme id-ns "$NS"
+check fdp-configs nvme fdp configs "$CTRL" -e 1 -o json
+check fdp-usage nvme fdp usage "$CTRL" -e 1 -o json
+check fdp-stats nvme fdp stats "$CTRL" -e 1 -o json
+check fdp-events nvme fdp events "$CTRL" -e 1 -o json
+for f in /tmp/out; do :; done
+nvme fdp configs "$CTRL" -e 1 -o json 2>&1 | head -40 | sed 's/^/  | /'
+B=$(basename "$NS")
+info "max_write_streams=$(cat /sys/block/$B/queue/max_write_streams 2>/dev/null) write_stream_granularity=$(cat /sys/block/$B/queue/write_stream_granularity 2>/dev/null)"
+for d in /sys/block/nvme*; do info "$(basename $d) max_write_streams=$(cat $d/queue/max_write_streams 2>/dev/null)"; done
+check max-write-streams test "$(cat /sys/block/$B/queue/max_write_streams 2>/dev/null)" = 8
+check mkfs mkfs.ext4 -q -F "$NS"
+check fsck fsck.ext4 -f -n "$NS"
+dd if=/dev/urandom of=/tmp/data bs=1M count=8 2>/dev/null
+SUM=$(md5sum </tmp/data)
+check dd-write dd if=/tmp/data of="$NS" bs=1M seek=600 oflag=direct
+check disconnect nvme disconnect -n $NQN
+check reconnect nvme connect -t tcp -a 127.0.0.1 -s 4420 -n $NQN
+sleep 2
+NS=$(ls /dev/nvme[0-9]*n1 2>/dev/null | head -1)
+check dd-checksum sh -c "test \"\$(dd if=$NS bs=1M skip=600 count=8 iflag=direct 2>/dev/null | md5sum)\" = \"$SUM\""
+check fdp-stats-after nvme fdp stats "$CTRL" -e 1 -o json
+sed 's/^/  | /' /tmp/out
+nvme disconnect -n $NQN >/dev/null 2>&1
+kill -TERM $TPID; wait $TPID
+info "target: $(tr -d '\n' </tmp/target.json | head -c 600)"
+echo ALL-DONE
+echo o >/proc/sysrq-trigger
+sleep 5
