@@ -54,9 +54,42 @@ NS=$(ls /dev/nvme[0-9]*n1 2>/dev/null | head -1)
 check dd-checksum sh -c "test \"\$(dd if=$NS bs=1M skip=600 count=8 iflag=direct 2>/dev/null | md5sum)\" = \"$SUM\""
 check fdp-stats-after nvme fdp stats "$CTRL" -e 1 -o json
 sed 's/^/  | /' /tmp/out
+# Placement: O_DIRECT writes with the device inode's hint 3 land in RUH 2
+# (the kernel's stream 3 = the third placement id).
+check hint-write hintwrite seq "$NS" 3 716800 4224
+nvme fdp status "$NS" -o json 2>/dev/null | tr -d ' \n' >/tmp/status.json
+sed 's/^/  | /' /tmp/status.json; echo
+# 4224 KiB = 4 RUs + 32 blocks: RUH 2's current unit has 256 − 32 blocks left.
+check fdp-status-ruh-2 grep -q '"pid":2,"ruhid":2,"earutr":0,"ruamw":224' /tmp/status.json
 nvme disconnect -n $NQN >/dev/null 2>&1
 kill -TERM $TPID; wait $TPID
 info "target: $(tr -d '\n' </tmp/target.json | head -c 600)"
+RUH2=$(tr -d ' \n' </tmp/target.json | sed 's/.*"ruh_host_bytes":\[\([^]]*\)\].*/\1/' | cut -d, -f3)
+check hint-lands-in-ruh-2 test "$RUH2" = $((4224 * 1024))
+
+# Two temperatures on a small device: hot and cold on one RUH, then on two.
+twotemp() { # port nqn hot-hint cold-hint
+  pcstreamctl target --listen 127.0.0.1:$1 --nqn $2 --capacity 16M --ruhs 4 --ru-size 256K \
+    --interval 0 >/dev/null 2>/tmp/t$1.log &
+  P=$!
+  sleep 1
+  nvme connect -t tcp -a 127.0.0.1 -s $1 -n $2 >/dev/null 2>&1
+  sleep 2
+  N=$(ls -t /dev/nvme[0-9]*n1 | head -1)
+  C=${N%n1}
+  echo "INFO two temperatures on $N (hints $3/$4) from $(date +%s)" >&2
+  hintwrite twotemp "$N" $3 $4 15360 2 >&2
+  echo "INFO done at $(date +%s)" >&2
+  S=$(nvme fdp stats "$C" -e 1 -o json | tr -d ' \n"')
+  H=$(echo "$S" | sed 's/.*hbmw:\([0-9]*\).*/\1/'); M=$(echo "$S" | sed 's/.*mbmw:\([0-9]*\).*/\1/')
+  nvme disconnect -n $2 >/dev/null 2>&1
+  kill -TERM $P; wait $P
+  awk "BEGIN { printf \"%.4f\", $M / $H }"
+}
+W1=$(twotemp 4421 nqn.2026-11.io.pcstream:mixed 1 1)
+W2=$(twotemp 4422 nqn.2026-11.io.pcstream:separate 2 1)
+info "two temperatures: WAF $W1 on one RUH, $W2 on separate RUHs"
+check two-temperature-waf awk "BEGIN { exit !($W2 < $W1) }"
 echo ALL-DONE
 echo o >/proc/sysrq-trigger
 sleep 5

@@ -74,9 +74,10 @@ over=$(mktemp -d)
 trap 'rm -rf "$over"' EXIT
 mkdir -p "$over/usr/local/bin"
 cp "$root/target/release/pcstreamctl" "$over/usr/local/bin/"
+cc -O2 -Wall -o "$over/usr/local/bin/hintwrite" "$here/hintwrite.c"
 cp "$here/guest-init.sh" "$over/init" && chmod 755 "$over/init"
-(cd "$over" && find . | cpio -o -H newc --quiet | zstd -q >"$over/overlay.cpio.zst")
-cat "$cache/base.cpio.zst" "$over/overlay.cpio.zst" >"$cache/initrd.zst"
+(cd "$over" && find . | cpio -o -H newc --quiet | zstd -q >"$cache/overlay.cpio.zst")
+cat "$cache/base.cpio.zst" "$cache/overlay.cpio.zst" >"$cache/initrd.zst"
 
 # 4. Boot (TCG, no network device); the guest powers off when done.
 log=$cache/console.log

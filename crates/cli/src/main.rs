@@ -8,6 +8,7 @@ use clap::{Parser, Subcommand};
 
 mod charts;
 mod compare;
+mod device;
 mod devtrace;
 mod extents;
 mod launch;
@@ -42,6 +43,8 @@ enum Command {
     Compare(compare::CompareArgs),
     /// Run ftl-sim as an NVMe/TCP device with Flexible Data Placement.
     Target(target::TargetArgs),
+    /// Show an NVMe device's FDP / Streams capabilities and its FDP statistics as WAF.
+    Device(device::DeviceArgs),
 }
 
 fn main() -> std::process::ExitCode {
@@ -53,6 +56,7 @@ fn main() -> std::process::ExitCode {
         Command::TraceStats(a) => trace_stats::run(a),
         Command::Compare(a) => compare::run(a),
         Command::Target(a) => target::run(a),
+        Command::Device(a) => device::run(a),
     };
     match result {
         Ok(code) => code,
