@@ -14,3 +14,5 @@ echo "== cargo build (the integration tests run the built libpcstream.so and pcs
 cargo build --workspace --release
 echo "== cargo test"
 cargo test --workspace --release --no-fail-fast -- --test-threads=2
+echo "== tests/qemu (the NVMe/TCP target driven by a Debian guest's kernel and nvme-cli; root only)"
+tests/qemu/run.sh

@@ -54,6 +54,16 @@ NS=$(ls /dev/nvme[0-9]*n1 2>/dev/null | head -1)
 check dd-checksum sh -c "test \"\$(dd if=$NS bs=1M skip=600 count=8 iflag=direct 2>/dev/null | md5sum)\" = \"$SUM\""
 check fdp-stats-after nvme fdp stats "$CTRL" -e 1 -o json
 sed 's/^/  | /' /tmp/out
+# pcstreamctl device (passthrough ioctls) against nvme-cli's fdp plugin.
+num() { tr -d ' \n"' <"$1" | sed "s/.*[,{]$2:\([0-9]*\).*/\1/"; }
+nvme fdp stats "$CTRL" -e 1 -o json >/tmp/cli-stats.json 2>&1
+nvme fdp configs "$CTRL" -e 1 -o json >/tmp/cli-configs.json 2>&1
+check device pcstreamctl device "$NS" --json
+cp /tmp/out /tmp/dev.json
+sed 's/^/  | /' /tmp/dev.json | head -30
+check device-matches-nvme-cli test "$(num /tmp/dev.json host_bytes)/$(num /tmp/dev.json media_bytes)/$(num /tmp/dev.json nruh)/$(num /tmp/dev.json runs)" \
+  = "$(num /tmp/cli-stats.json hbmw)/$(num /tmp/cli-stats.json mbmw)/$(num /tmp/cli-configs.json nruh)/$(num /tmp/cli-configs.json runs)"
+info "device vs nvme-cli: $(num /tmp/dev.json host_bytes)/$(num /tmp/dev.json media_bytes)/$(num /tmp/dev.json nruh)/$(num /tmp/dev.json runs) vs $(num /tmp/cli-stats.json hbmw)/$(num /tmp/cli-stats.json mbmw)/$(num /tmp/cli-configs.json nruh)/$(num /tmp/cli-configs.json runs)"
 # Placement: O_DIRECT writes with the device inode's hint 3 land in RUH 2
 # (the kernel's stream 3 = the third placement id).
 check hint-write hintwrite seq "$NS" 3 716800 4224
@@ -69,16 +79,17 @@ check hint-lands-in-ruh-2 test "$RUH2" = $((4224 * 1024))
 
 # Two temperatures on a small device: hot and cold on one RUH, then on two.
 twotemp() { # port nqn hot-hint cold-hint
-  pcstreamctl target --listen 127.0.0.1:$1 --nqn $2 --capacity 16M --ruhs 4 --ru-size 256K \
+  pcstreamctl target --listen 127.0.0.1:$1 --nqn $2 --capacity 32M --ruhs 4 --ru-size 128K \
     --interval 0 >/dev/null 2>/tmp/t$1.log &
   P=$!
   sleep 1
+  kill -0 $P 2>/dev/null || sed 's/^/  | /' /tmp/t$1.log >&2
   nvme connect -t tcp -a 127.0.0.1 -s $1 -n $2 >/dev/null 2>&1
   sleep 2
   N=$(ls -t /dev/nvme[0-9]*n1 | head -1)
   C=${N%n1}
   echo "INFO two temperatures on $N (hints $3/$4) from $(date +%s)" >&2
-  hintwrite twotemp "$N" $3 $4 15360 2 >&2
+  hintwrite twotemp "$N" $3 $4 30720 1 >&2
   echo "INFO done at $(date +%s)" >&2
   S=$(nvme fdp stats "$C" -e 1 -o json | tr -d ' \n"')
   H=$(echo "$S" | sed 's/.*hbmw:\([0-9]*\).*/\1/'); M=$(echo "$S" | sed 's/.*mbmw:\([0-9]*\).*/\1/')

@@ -2,7 +2,7 @@
  * the device inode's write hint set (F_SET_RW_HINT), which Linux ≥ 6.16
  * turns into the write stream (FDP placement id hint−1).
  *   hintwrite seq DEV HINT OFFSET_KIB LEN_KIB      one hint, sequential 128 KiB writes
- *   hintwrite twotemp DEV HOT COLD LEN_KIB ROUNDS  fill, then 4 KiB random writes:
+ *   hintwrite twotemp DEV HOT COLD LEN_KIB ROUNDS  fill, then 16 KiB random writes:
  *        90 % into the first eighth (hint HOT), 10 % elsewhere (hint COLD)
  * Prints one line and exits 0, or names the failing call and exits 1. */
 #define _GNU_SOURCE
@@ -52,14 +52,15 @@ int main(int argc, char **argv) {
     printf("wrote %llu bytes with hint %s\n", (unsigned long long)len, argv[3]);
   } else if (!strcmp(argv[1], "twotemp") && argc >= 7) {
     uint64_t hot = strtoull(argv[3], 0, 10), cold = strtoull(argv[4], 0, 10);
-    uint64_t blocks = (strtoull(argv[5], 0, 10) << 10) / 4096, rounds = strtoull(argv[6], 0, 10);
+    /* "blocks" are 16 KiB units: few enough I/Os for a TCG guest. */
+    uint64_t blocks = (strtoull(argv[5], 0, 10) << 10) / 16384, rounds = strtoull(argv[6], 0, 10);
     uint64_t hotn = blocks / 8, x = 0x9e3779b97f4a7c15ull;
     hint(cold);
-    for (uint64_t b = 0; b < blocks; b += 32) put(buf, 128 << 10, b * 4096);
+    for (uint64_t b = 0; b < blocks; b += 8) put(buf, 128 << 10, b * 16384);
     for (uint64_t i = 0; i < blocks * rounds; i++) {
       x ^= x << 13; x ^= x >> 7; x ^= x << 17;
-      if (x % 10 < 9) { hint(hot); put(buf, 4096, (x >> 8) % hotn * 4096); }
-      else { hint(cold); put(buf, 4096, (hotn + (x >> 8) % (blocks - hotn)) * 4096); }
+      if (x % 10 < 9) { hint(hot); put(buf, 16384, (x >> 8) % hotn * 16384); }
+      else { hint(cold); put(buf, 16384, (hotn + (x >> 8) % (blocks - hotn)) * 16384); }
     }
     printf("two temperatures: %llu random writes\n", (unsigned long long)(blocks * rounds));
   } else {
