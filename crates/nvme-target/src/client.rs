@@ -11,9 +11,7 @@ use zerocopy::little_endian::{U16, U32};
 use zerocopy::{FromBytes, IntoBytes};
 
 use crate::controller::op;
-use crate::pdu::{
-    self, flags, ty, CommonHeader, Cqe, DataHeader, IcReq, IcResp, Sqe, HLEN_CMD, HLEN_DATA,
-};
+use crate::pdu::{self, flags, ty, CommonHeader, Cqe, DataHeader, IcReq, IcResp, Sqe, HLEN_DATA};
 
 /// Host NQN the client uses.
 pub const HOST_NQN: &str = "nqn.2014-08.org.nvmexpress:uuid:00000000-0000-0000-0000-pcstreamtest";
@@ -59,11 +57,18 @@ pub struct Client {
     inflight: HashMap<u16, Inflight>,
     /// Controller id (from Connect).
     pub cntlid: u16,
+    hdgst: bool,
+    ddgst: bool,
 }
 
 impl Client {
     /// Opens a TCP connection and exchanges ICReq/ICResp (no digests).
     pub fn open(addr: SocketAddr) -> io::Result<Client> {
+        Client::open_with(addr, 0)
+    }
+
+    /// As [`Client::open`], asking for digests (bit 0 header, bit 1 data).
+    pub fn open_with(addr: SocketAddr, digest: u8) -> io::Result<Client> {
         let s = TcpStream::connect(addr)?;
         s.set_nodelay(true)?;
         let mut c = Client {
@@ -74,12 +79,14 @@ impl Client {
             maxh2c: 0,
             inflight: HashMap::new(),
             cntlid: 0,
+            hdgst: false,
+            ddgst: false,
         };
         let req = IcReq {
             hdr: pdu::header(ty::IC_REQ, 0, pdu::HLEN_IC, 0, pdu::HLEN_IC),
             pfv: U16::new(0),
             hpda: 0,
-            digest: 0,
+            digest,
             maxr2t: U32::new(0),
             rsvd: [0; 112],
         };
@@ -95,12 +102,25 @@ impl Client {
             )));
         }
         c.maxh2c = resp.maxh2cdata.get() as usize;
+        c.hdgst = resp.digest & 1 != 0;
+        c.ddgst = resp.digest & 2 != 0;
         Ok(c)
     }
 
     /// Connects queue `qid` of controller `cntlid` (0xffff: a new one on the admin queue).
     pub fn connect(addr: SocketAddr, subnqn: &str, qid: u16, cntlid: u16) -> io::Result<Client> {
-        let mut c = Client::open(addr)?;
+        Client::connect_with(addr, subnqn, qid, cntlid, 0)
+    }
+
+    /// As [`Client::connect`], asking for digests (bit 0 header, bit 1 data).
+    pub fn connect_with(
+        addr: SocketAddr,
+        subnqn: &str,
+        qid: u16,
+        cntlid: u16,
+        digest: u8,
+    ) -> io::Result<Client> {
+        let mut c = Client::open_with(addr, digest)?;
         let mut data = vec![0u8; 1024];
         data[16..18].copy_from_slice(&cntlid.to_le_bytes());
         data[256..256 + subnqn.len()].copy_from_slice(subnqn.as_bytes());
@@ -155,17 +175,8 @@ impl Client {
         let in_capsule = !out.is_empty() && out.len() <= 8192;
         let len = if out.is_empty() { in_len } else { out.len() };
         sqe.set_sgl(len as u32, in_capsule);
-        let (pdo, plen) = if in_capsule {
-            (HLEN_CMD, HLEN_CMD + out.len())
-        } else {
-            (0, HLEN_CMD)
-        };
-        self.wr
-            .write_all(pdu::header(ty::CMD, 0, HLEN_CMD, pdo, plen).as_bytes())?;
-        self.wr.write_all(sqe.as_bytes())?;
-        if in_capsule {
-            self.wr.write_all(&out)?;
-        }
+        let data: &[u8] = if in_capsule { &out } else { &[] };
+        self.send(ty::CMD, 0, sqe.as_bytes(), data)?;
         self.inflight.insert(
             cid,
             Inflight {
@@ -174,6 +185,37 @@ impl Client {
             },
         );
         Ok(cid)
+    }
+
+    /// Sends one PDU: common header, `body` (rest of the header), digests
+    /// as negotiated, `data`.
+    fn send(&mut self, t: u8, fl: u8, body: &[u8], data: &[u8]) -> io::Result<()> {
+        let hlen = 8 + body.len();
+        let hd = if self.hdgst { 4 } else { 0 };
+        let dd = if self.ddgst && !data.is_empty() { 4 } else { 0 };
+        let mut fl = fl;
+        if self.hdgst {
+            fl |= flags::HDGST;
+        }
+        if dd != 0 {
+            fl |= flags::DDGST;
+        }
+        let (pdo, plen) = if data.is_empty() {
+            (0, hlen + hd)
+        } else {
+            (hlen + hd, hlen + hd + data.len() + dd)
+        };
+        let mut head = pdu::header(t, fl, hlen, pdo, plen).as_bytes().to_vec();
+        head.extend_from_slice(body);
+        self.wr.write_all(&head)?;
+        if self.hdgst {
+            self.wr.write_all(&pdu::digest(&head).to_le_bytes())?;
+        }
+        self.wr.write_all(data)?;
+        if dd != 0 {
+            self.wr.write_all(&pdu::digest(data).to_le_bytes())?;
+        }
+        Ok(())
     }
 
     /// Reads PDUs (answering R2Ts) until one command completes.
@@ -191,6 +233,18 @@ impl Client {
             self.rd.read_exact(&mut rest)?;
             let mut pdu = hb.to_vec();
             pdu.extend_from_slice(&rest);
+            let hlen = usize::from(h.hlen);
+            if self.hdgst && h.pdu_type != ty::C2H_TERM {
+                let got = pdu
+                    .get(hlen..hlen + 4)
+                    .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]));
+                if got != Some(pdu::digest(&pdu[..hlen.min(pdu.len())])) {
+                    return Err(proto(format!(
+                        "header digest mismatch on PDU type {:#x}",
+                        h.pdu_type
+                    )));
+                }
+            }
             match h.pdu_type {
                 ty::RSP => {
                     let cqe = Cqe::read_from_bytes(&pdu[8..24]).map_err(|_| proto("CQE".into()))?;
@@ -214,6 +268,14 @@ impl Client {
                     let n = d.length.get() as usize;
                     if pdo + n > pdu.len() {
                         return Err(proto("C2HData length".into()));
+                    }
+                    if self.ddgst {
+                        let got = pdu
+                            .get(pdo + n..pdo + n + 4)
+                            .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]));
+                        if got != Some(pdu::digest(&pdu[pdo..pdo + n])) {
+                            return Err(proto("C2HData data digest mismatch".into()));
+                        }
                     }
                     let f = self.inflight.get_mut(&d.cid.get()).ok_or_else(|| {
                         proto(format!("C2HData for unknown command {}", d.cid.get()))
@@ -244,21 +306,14 @@ impl Client {
                         let n = (end - off).min(self.maxh2c);
                         let last = if off + n == end { flags::DATA_LAST } else { 0 };
                         let hdr = DataHeader {
-                            hdr: pdu::header(
-                                ty::H2C_DATA,
-                                last,
-                                HLEN_DATA,
-                                HLEN_DATA,
-                                HLEN_DATA + n,
-                            ),
+                            hdr: pdu::header(0, 0, 0, 0, 0),
                             cid: U16::new(cid),
                             ttag: d.ttag,
                             offset: U32::new(off as u32),
                             length: U32::new(n as u32),
                             rsvd: [0; 4],
                         };
-                        self.wr.write_all(hdr.as_bytes())?;
-                        self.wr.write_all(&out[off..off + n])?;
+                        self.send(ty::H2C_DATA, last, &hdr.as_bytes()[8..], &out[off..off + n])?;
                         off += n;
                     }
                     self.wr.flush()?;

@@ -477,3 +477,34 @@ fn io_queue_needs_a_known_controller_and_subsystem() {
     let e = Client::connect(t.addr(), "nqn.2026-01.example:other", 0, 0xffff).unwrap_err();
     assert!(e.to_string().contains("connect failed"), "{e}");
 }
+
+#[test]
+fn header_and_data_digests_when_the_host_asks() {
+    let t = start(small(2));
+    let a = Client::connect_with(t.addr(), DEFAULT_NQN, 0, 0xffff, 3).unwrap();
+    let mut a = a;
+    let mut cc = pdu::Sqe::new(0x7f, 0, 0);
+    cc.set(11, 0x14).set(12, 1);
+    assert_eq!(a.exec(cc, &[], 0).unwrap().status, 0);
+    let mut q = Client::connect_with(t.addr(), DEFAULT_NQN, 1, a.cntlid, 3).unwrap();
+    let small_w = pattern(5, 4096); // in-capsule, data digest
+    let big_w = pattern(6, 256 * 1024); // R2T + two H2CData, each with digests
+    assert_eq!(q.write(1, &small_w, Some(1)).unwrap().status, 0);
+    assert_eq!(q.write(64, &big_w, None).unwrap().status, 0);
+    // The client checks the controller's header and data digests on every PDU.
+    assert_eq!(q.read(1, 1).unwrap().data, small_w);
+    assert_eq!(q.read(64, 64).unwrap().data, big_w);
+    // A command whose header digest is wrong ends the connection (FES 3).
+    let mut raw = Client::open_with(t.addr(), 1).unwrap();
+    let mut bad = header(ty::CMD, HLEN_CMD, 0, HLEN_CMD as u32 + 4);
+    bad[1] = pdu::flags::HDGST;
+    bad.extend_from_slice(pdu::Sqe::new(0x06, 0, 0).as_bytes());
+    bad.extend_from_slice(&0xdead_beefu32.to_le_bytes());
+    let s = raw.socket();
+    s.set_read_timeout(Some(std::time::Duration::from_secs(60)))
+        .unwrap();
+    s.write_all(&bad).unwrap();
+    let mut back = Vec::new();
+    let _ = s.read_to_end(&mut back);
+    assert_eq!(term_fes(&back), Some(pdu::fes::HEADER_DIGEST));
+}
