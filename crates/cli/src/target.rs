@@ -20,6 +20,10 @@ pcstreamctl target --capacity 4G --ruhs 8\n  \
 pcstreamctl target --listen 127.0.0.1:4420 --capacity 1G --ruhs 4 --internal-streams --backing /var/tmp/ns.img --trace ns.fio --json\n\
 Then, on the host: nvme connect -t tcp -a 127.0.0.1 -s 4420 -n nqn.2026-11.io.pcstream:ftl-sim")]
 pub struct TargetArgs {
+    /// Device from a TOML file (keys: capacity, ruhs, ru_size, op,
+    /// internal_streams, backing, trace; sizes in bytes) instead of the flags.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["capacity", "ruhs", "ru_size", "op", "internal_streams", "backing", "trace"])]
+    pub config: Option<PathBuf>,
     /// Address and port to listen on (loopback unless told otherwise).
     #[arg(long, default_value = "127.0.0.1:4420", value_name = "ADDR:PORT")]
     pub listen: String,
@@ -53,6 +57,12 @@ pub struct TargetArgs {
     /// Print the final counters as JSON.
     #[arg(long)]
     pub json: bool,
+}
+
+/// Reads a device configuration from TOML.
+pub fn load_config(path: &std::path::Path) -> anyhow::Result<DeviceConfig> {
+    let text = std::fs::read_to_string(path).with_context(|| format!("{}", path.display()))?;
+    toml::from_str(&text).map_err(|e| anyhow::anyhow!("{}: {}", path.display(), e.message()))
 }
 
 /// Parses `4G`, `512M`, `1048576`.
@@ -113,14 +123,17 @@ pub fn run(a: TargetArgs) -> anyhow::Result<ExitCode> {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
         )
         .try_init();
-    let cfg = DeviceConfig {
-        capacity: a.capacity,
-        ruhs: a.ruhs,
-        ru_size: a.ru_size,
-        op: a.op,
-        internal_streams: a.internal_streams,
-        backing: a.backing.clone(),
-        trace: a.trace.clone(),
+    let cfg = match &a.config {
+        Some(p) => load_config(p)?,
+        None => DeviceConfig {
+            capacity: a.capacity,
+            ruhs: a.ruhs,
+            ru_size: a.ru_size,
+            op: a.op,
+            internal_streams: a.internal_streams,
+            backing: a.backing.clone(),
+            trace: a.trace.clone(),
+        },
     };
     let sim = cfg.sim_config().context("invalid device")?;
     let target = Target::bind(&a.listen, cfg.clone(), &a.nqn)?;
@@ -156,7 +169,7 @@ pub fn run(a: TargetArgs) -> anyhow::Result<ExitCode> {
         .flush()
         .context("flushing the device")?;
     let g = &sim.geometry;
-    let replay = a.trace.as_ref().map(|t| {
+    let replay = cfg.trace.as_ref().map(|t| {
         format!(
             "pcstreamctl sim --channels 1 --ways 1 --blocks-per-unit {} --pages-per-block {} --op {} --streams {}{} --trace {} --format fio",
             g.blocks_per_unit,
@@ -196,6 +209,18 @@ pub fn run(a: TargetArgs) -> anyhow::Result<ExitCode> {
 #[cfg(test)]
 mod tests {
     use super::parse_size;
+
+    #[test]
+    fn toml_config_with_defaults_and_a_named_bad_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("d.toml");
+        std::fs::write(&p, "capacity = 67108864\nruhs = 3\n").unwrap();
+        let c = super::load_config(&p).unwrap();
+        assert_eq!((c.capacity, c.ruhs, c.ru_size), (64 << 20, 3, 1 << 20));
+        std::fs::write(&p, "rus = 3\n").unwrap();
+        let e = super::load_config(&p).unwrap_err().to_string();
+        assert!(e.contains("rus") && e.contains("d.toml"), "{e}");
+    }
 
     #[test]
     fn sizes() {

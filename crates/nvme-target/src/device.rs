@@ -27,9 +27,9 @@ pub mod event {
     pub const INVALID_PID: u8 = 0x03;
 }
 
-/// What the device looks like; from flags or TOML.
+/// What the device looks like; from flags or TOML (missing keys take the defaults).
 #[derive(Debug, Clone, PartialEq, serde::Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, default)]
 pub struct DeviceConfig {
     /// Namespace capacity in bytes (rounded down to whole blocks).
     pub capacity: u64,
