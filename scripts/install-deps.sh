@@ -8,6 +8,7 @@
 #   mkfs.ext4       e2fsprogs      `record --device-trace` scratch file systems
 #   losetup         mount          loop devices for `record --device-trace`
 #   systemd-analyze systemd        checks packaging/pcstreamd.service (verify, security)
+#   qemu-system-x86_64, debootstrap, cpio, zstd   tests/qemu (the NVMe target under a Linux guest)
 set -euo pipefail
 need=()
 check() { command -v "$1" >/dev/null || need+=("$2"); }
@@ -20,6 +21,10 @@ check nm binutils
 check mkfs.ext4 e2fsprogs
 check losetup mount
 check systemd-analyze systemd
+check qemu-system-x86_64 qemu-system-x86
+check debootstrap debootstrap
+check cpio cpio
+check zstd zstd
 command -v cargo >/dev/null || { echo "install-deps: cargo not found: install Rust (rustup) first" >&2; exit 1; }
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then

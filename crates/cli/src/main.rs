@@ -9,6 +9,7 @@ use clap::{Parser, Subcommand};
 mod charts;
 mod compare;
 mod daemon;
+mod device;
 mod devtrace;
 mod extents;
 mod launch;
@@ -18,6 +19,7 @@ mod run;
 mod shim_path;
 mod sim;
 mod symbolize;
+mod target;
 mod trace_stats;
 
 /// Fully automatic data placement for multi-stream and FDP SSDs.
@@ -43,6 +45,10 @@ enum Command {
     /// Ask the running pcstreamd (status, contexts, streams, watch, export, import).
     #[command(flatten)]
     Daemon(daemon::DaemonCmd),
+    /// Run ftl-sim as an NVMe/TCP device with Flexible Data Placement.
+    Target(target::TargetArgs),
+    /// Show an NVMe device's FDP / Streams capabilities and its FDP statistics as WAF.
+    Device(device::DeviceArgs),
 }
 
 fn main() -> std::process::ExitCode {
@@ -54,6 +60,8 @@ fn main() -> std::process::ExitCode {
         Command::TraceStats(a) => trace_stats::run(a),
         Command::Compare(a) => compare::run(a),
         Command::Daemon(d) => daemon::run(d),
+        Command::Target(a) => target::run(a),
+        Command::Device(a) => device::run(a),
     };
     match result {
         Ok(code) => code,

@@ -1,0 +1,104 @@
+//! `pcstreamctl target` end to end: a real target process driven over
+//! loopback by the nvme-target client, stopped by SIGTERM; its JSON WAF
+//! equals what `pcstreamctl sim` computes replaying the trace it logged;
+//! bad flags are one-line errors.
+
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
+use std::process::{Command, Stdio};
+
+use nvme_target::client::Client;
+use nvme_target::DEFAULT_NQN;
+
+fn pcstreamctl() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_pcstreamctl"))
+}
+
+#[test]
+fn target_waf_equals_the_offline_replay_of_its_trace() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("t.fio");
+    let mut child = pcstreamctl()
+        .args([
+            "target",
+            "--listen",
+            "127.0.0.1:0",
+            "--capacity",
+            "64M",
+            "--ruhs",
+            "3",
+        ])
+        .args(["--ru-size", "256K", "--interval", "0", "--json", "--trace"])
+        .arg(&trace)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    let addr: SocketAddr = loop {
+        line.clear();
+        assert_ne!(err.read_line(&mut line).unwrap(), 0, "target exited");
+        if let Some(rest) = line.split("listening on ").nth(1) {
+            break rest.split_whitespace().next().unwrap().parse().unwrap();
+        }
+    };
+    std::thread::spawn(move || std::io::copy(&mut err, &mut std::io::sink()));
+    {
+        let a = Client::admin(addr, DEFAULT_NQN).unwrap();
+        let mut q = a.io_queue(DEFAULT_NQN, 1).unwrap();
+        let nlb = (64u64 << 20) / 4096;
+        let mut x = 99u64;
+        let cmds = (0..nlb * 2).map(|i| {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (
+                Client::write_cmd((x >> 20) % (nlb - 2), 2, Some((i % 3) as u16)),
+                vec![3u8; 8192],
+            )
+        });
+        assert_eq!(q.pipeline(32, cmds).unwrap(), 0);
+    }
+    // SAFETY: signalling our own child by its pid.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGTERM) }, 0);
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let waf = report["waf"].as_f64().unwrap();
+    assert!(waf > 1.0, "{report}");
+    assert_eq!(
+        report["host_bytes"].as_u64(),
+        Some((64 << 20) / 4096 * 2 * 8192)
+    );
+    let replay = report["replay"].as_str().unwrap();
+    let args: Vec<&str> = replay
+        .split_whitespace()
+        .skip(1)
+        .chain(["--json"])
+        .collect();
+    let sim = pcstreamctl().args(&args).output().unwrap();
+    assert!(
+        sim.status.success(),
+        "{}",
+        String::from_utf8_lossy(&sim.stderr)
+    );
+    let sim: serde_json::Value = serde_json::from_slice(&sim.stdout).unwrap();
+    assert_eq!(sim["waf"].as_f64(), Some(waf), "{replay}");
+}
+
+#[test]
+fn bad_flags_are_one_line_errors() {
+    for (args, want) in [
+        (&["--capacity", "4X"][..], "suffix"),
+        (&["--ruhs", "0"][..], "ruhs"),
+        (&["--ru-size", "1000"][..], "ru size"),
+        (&["--listen", "256.1.1.1:1"][..], "cannot listen"),
+    ] {
+        let out = pcstreamctl().arg("target").args(args).output().unwrap();
+        assert!(!out.status.success());
+        let e = String::from_utf8_lossy(&out.stderr);
+        assert!(e.contains(want), "{args:?}: {e}");
+        assert!(!e.contains("panicked"), "{e}");
+    }
+}

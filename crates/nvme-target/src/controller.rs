@@ -1,0 +1,602 @@
+//! Command execution: Fabrics (Connect, Property Get/Set), admin (Identify,
+//! Get/Set Features, Get Log Page, Keep Alive, Asynchronous Event Request,
+//! Directive Send/Receive for the Streams directive) and I/O (Read, Write
+//! with FDP or Streams placement, Flush, Dataset Management, Write Zeroes,
+//! I/O Management Receive/Send). Transport-free: a command and its host
+//! data in, a [`Reply`] out; `conn` moves the bytes.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU16, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use crate::device::{Device, BLOCK};
+use crate::pages::{self, Identity, DISCOVERY_NQN};
+use crate::pdu::Sqe;
+
+/// Status values (SCT << 8 | SC), as Linux's `NVME_SC_*` spell them.
+pub mod sc {
+    /// Success.
+    pub const SUCCESS: u16 = 0x000;
+    /// Invalid command opcode.
+    pub const INVALID_OPCODE: u16 = 0x001;
+    /// Invalid field in command.
+    pub const INVALID_FIELD: u16 = 0x002;
+    /// Internal error.
+    pub const INTERNAL: u16 = 0x006;
+    /// Command sequence error.
+    pub const CMD_SEQ: u16 = 0x00c;
+    /// Invalid namespace or format.
+    pub const INVALID_NS: u16 = 0x00b;
+    /// Data SGL length invalid.
+    pub const SGL_LENGTH: u16 = 0x00f;
+    /// LBA out of range.
+    pub const LBA_RANGE: u16 = 0x080;
+    /// Invalid log page.
+    pub const INVALID_LOG_PAGE: u16 = 0x109;
+    /// Feature identifier not saveable.
+    pub const FEATURE_NOT_SAVEABLE: u16 = 0x10d;
+    /// Connect: invalid parameters.
+    pub const CONNECT_INVALID_PARAM: u16 = 0x182;
+    /// Do not retry.
+    pub const DNR: u16 = 0x4000;
+}
+
+/// Opcodes.
+pub mod op {
+    /// Fabrics commands (Connect, Property Get/Set).
+    pub const FABRICS: u8 = 0x7f;
+    /// Admin: Get Log Page.
+    pub const GET_LOG_PAGE: u8 = 0x02;
+    /// Admin: Identify.
+    pub const IDENTIFY: u8 = 0x06;
+    /// Admin: Abort.
+    pub const ABORT: u8 = 0x08;
+    /// Admin: Set Features.
+    pub const SET_FEATURES: u8 = 0x09;
+    /// Admin: Get Features.
+    pub const GET_FEATURES: u8 = 0x0a;
+    /// Admin: Asynchronous Event Request.
+    pub const AER: u8 = 0x0c;
+    /// Admin: Keep Alive.
+    pub const KEEP_ALIVE: u8 = 0x18;
+    /// Admin: Directive Send.
+    pub const DIR_SEND: u8 = 0x19;
+    /// Admin: Directive Receive.
+    pub const DIR_RECV: u8 = 0x1a;
+    /// I/O: Flush.
+    pub const FLUSH: u8 = 0x00;
+    /// I/O: Write.
+    pub const WRITE: u8 = 0x01;
+    /// I/O: Read.
+    pub const READ: u8 = 0x02;
+    /// I/O: Write Zeroes.
+    pub const WRITE_ZEROES: u8 = 0x08;
+    /// I/O: Dataset Management.
+    pub const DSM: u8 = 0x09;
+    /// I/O: I/O Management Receive.
+    pub const IO_MGMT_RECV: u8 = 0x12;
+    /// I/O: I/O Management Send.
+    pub const IO_MGMT_SEND: u8 = 0x1d;
+    /// Fabrics command type: Property Set.
+    pub const FCTYPE_PROP_SET: u8 = 0x00;
+    /// Fabrics command type: Connect.
+    pub const FCTYPE_CONNECT: u8 = 0x01;
+    /// Fabrics command type: Property Get.
+    pub const FCTYPE_PROP_GET: u8 = 0x04;
+}
+
+/// The answer to one command.
+#[derive(Debug, Default)]
+pub struct Reply {
+    /// Status (SCT << 8 | SC, plus DNR).
+    pub status: u16,
+    /// Completion dwords 0–1.
+    pub result: u64,
+    /// Data for the host (C2H commands).
+    pub data: Vec<u8>,
+    /// No completion is sent now (an Asynchronous Event Request).
+    pub deferred: bool,
+}
+
+impl Reply {
+    fn ok() -> Reply {
+        Reply::default()
+    }
+    fn status(status: u16) -> Reply {
+        Reply {
+            status: status | sc::DNR,
+            ..Reply::default()
+        }
+    }
+    fn data(data: Vec<u8>) -> Reply {
+        Reply {
+            data,
+            ..Reply::default()
+        }
+    }
+    fn result(result: u64) -> Reply {
+        Reply {
+            result,
+            ..Reply::default()
+        }
+    }
+}
+
+/// Whether a command carries data from the host (opcode bits 1:0 = 01b; for
+/// Fabrics commands the command type's).
+pub fn host_to_ctrl(sqe: &Sqe) -> bool {
+    let code = if sqe.opcode() == op::FABRICS {
+        sqe.nsid() as u8
+    } else {
+        sqe.opcode()
+    };
+    code & 3 == 1
+}
+
+/// Controller registers.
+#[derive(Debug, Default, Clone, Copy)]
+struct Regs {
+    cc: u32,
+    csts: u32,
+}
+
+/// One controller: created by an admin-queue Connect, joined by I/O queues.
+#[derive(Debug)]
+pub struct Ctrl {
+    /// Who it is.
+    pub id: Identity,
+    /// The host's NQN.
+    pub hostnqn: String,
+    regs: Mutex<Regs>,
+    /// Number of queues granted (0-based, I/O SQs).
+    queues: u16,
+}
+
+/// State shared by every connection of a target.
+#[derive(Debug)]
+pub struct Shared {
+    /// The namespace.
+    pub device: Mutex<Device>,
+    /// Subsystem NQN.
+    pub subnqn: String,
+    /// Address and port advertised in the discovery log.
+    pub addr: String,
+    /// Listening port.
+    pub port: u16,
+    ctrls: Mutex<HashMap<u16, Arc<Ctrl>>>,
+    next_cntlid: AtomicU16,
+}
+
+impl Shared {
+    /// A target's shared state.
+    pub fn new(device: Device, subnqn: String, addr: String, port: u16) -> Shared {
+        Shared {
+            device: Mutex::new(device),
+            subnqn,
+            addr,
+            port,
+            ctrls: Mutex::new(HashMap::new()),
+            next_cntlid: AtomicU16::new(1),
+        }
+    }
+
+    /// The device, even if a connection thread panicked while holding it.
+    pub fn dev(&self) -> MutexGuard<'_, Device> {
+        self.device.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Forgets a controller when its admin queue goes away.
+    pub fn drop_ctrl(&self, cntlid: u16) {
+        self.ctrls
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&cntlid);
+    }
+}
+
+/// Properties (NVMe over Fabrics 1.1 §3.5 / Base 2.0 §3.1.4).
+const PROP_CAP: u32 = 0x00;
+const PROP_VS: u32 = 0x08;
+const PROP_CC: u32 = 0x14;
+const PROP_CSTS: u32 = 0x1c;
+
+/// CAP: MQES 127, CQR, TO 2 s, CSS NVM, MPSMIN/MPSMAX 4 KiB.
+const CAP: u64 = 127 | (1 << 16) | (4 << 24) | (1 << 37);
+
+/// One queue (one TCP connection) and what it is bound to.
+#[derive(Debug, Default)]
+pub struct Queue {
+    /// Queue id (0 = admin).
+    pub qid: u16,
+    /// Submission queue size (0-based).
+    pub sqsize: u16,
+    /// The controller, once connected.
+    pub ctrl: Option<Arc<Ctrl>>,
+    /// Outstanding Asynchronous Event Requests (never completed: no events are raised).
+    pub aers: Vec<u16>,
+}
+
+impl Queue {
+    /// Executes one command. `data` is the host's data for H2C commands.
+    pub fn execute(&mut self, sh: &Shared, sqe: &Sqe, data: &[u8]) -> Reply {
+        if sqe.opcode() == op::FABRICS {
+            return self.fabrics(sh, sqe, data);
+        }
+        let Some(ctrl) = self.ctrl.clone() else {
+            return Reply::status(sc::CMD_SEQ);
+        };
+        if self.qid == 0 {
+            self.admin(sh, &ctrl, sqe, data)
+        } else {
+            io(sh, &ctrl, sqe, data)
+        }
+    }
+
+    fn fabrics(&mut self, sh: &Shared, sqe: &Sqe, data: &[u8]) -> Reply {
+        match sqe.nsid() as u8 {
+            op::FCTYPE_CONNECT => self.connect(sh, sqe, data),
+            op::FCTYPE_PROP_GET | op::FCTYPE_PROP_SET if self.qid == 0 => {
+                let Some(ctrl) = &self.ctrl else {
+                    return Reply::status(sc::CMD_SEQ);
+                };
+                let offset = sqe.cdw(11);
+                let mut regs = ctrl.regs.lock().unwrap_or_else(|e| e.into_inner());
+                if sqe.nsid() as u8 == op::FCTYPE_PROP_GET {
+                    match offset {
+                        PROP_CAP => Reply::result(CAP),
+                        PROP_VS => Reply::result(0x0002_0000),
+                        PROP_CC => Reply::result(u64::from(regs.cc)),
+                        PROP_CSTS => Reply::result(u64::from(regs.csts)),
+                        _ => Reply::status(sc::INVALID_FIELD),
+                    }
+                } else if offset == PROP_CC {
+                    let cc = sqe.cdw(12);
+                    let mut csts = u32::from(cc & 1 != 0); // RDY follows EN
+                    if (cc >> 14) & 3 != 0 {
+                        csts |= 2 << 2; // SHST: shutdown complete
+                        let _ = sh.dev().flush();
+                    }
+                    *regs = Regs { cc, csts };
+                    Reply::ok()
+                } else {
+                    Reply::status(sc::INVALID_FIELD)
+                }
+            }
+            _ => Reply::status(sc::INVALID_OPCODE),
+        }
+    }
+
+    fn connect(&mut self, sh: &Shared, sqe: &Sqe, data: &[u8]) -> Reply {
+        if self.ctrl.is_some() || data.len() < 1024 {
+            return Reply::status(sc::CONNECT_INVALID_PARAM);
+        }
+        let qid = (sqe.cdw(10) >> 16) as u16;
+        let sqsize = sqe.cdw(11) as u16;
+        let text = |at: usize| {
+            let f = &data[at..at + 256];
+            let end = f.iter().position(|&c| c == 0).unwrap_or(256);
+            String::from_utf8_lossy(&f[..end]).into_owned()
+        };
+        let cntlid = u16::from_le_bytes([data[16], data[17]]);
+        let subnqn = text(256);
+        let hostnqn = text(512);
+        let discovery = subnqn == DISCOVERY_NQN;
+        if !discovery && subnqn != sh.subnqn {
+            tracing::info!("connect to unknown subsystem {subnqn:?} refused");
+            return Reply {
+                result: 1 << 16 | 256, // IATTR 1: invalid data field at offset 256
+                ..Reply::status(sc::CONNECT_INVALID_PARAM)
+            };
+        }
+        if sqsize == 0 {
+            return Reply::status(sc::CONNECT_INVALID_PARAM);
+        }
+        let ctrl = if qid == 0 {
+            let cntlid = sh.next_cntlid.fetch_add(1, Ordering::Relaxed) % 0xffef + 1;
+            let ctrl = Arc::new(Ctrl {
+                id: Identity {
+                    subnqn: if discovery {
+                        DISCOVERY_NQN.to_string()
+                    } else {
+                        sh.subnqn.clone()
+                    },
+                    serial: format!("PCS{:016x}", crate::fnv(sh.subnqn.as_bytes())),
+                    cntlid,
+                    discovery,
+                },
+                hostnqn,
+                regs: Mutex::new(Regs::default()),
+                queues: 63,
+            });
+            sh.ctrls
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(cntlid, ctrl.clone());
+            tracing::info!(cntlid, host = %ctrl.hostnqn, subsystem = %ctrl.id.subnqn, "controller created");
+            ctrl
+        } else {
+            let found = sh
+                .ctrls
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .get(&cntlid)
+                .cloned();
+            match found {
+                Some(c) if !c.id.discovery && c.hostnqn == hostnqn && qid <= c.queues + 1 => c,
+                _ => {
+                    return Reply {
+                        result: 1 << 16 | 16, // invalid CNTLID
+                        ..Reply::status(sc::CONNECT_INVALID_PARAM)
+                    };
+                }
+            }
+        };
+        self.qid = qid;
+        self.sqsize = sqsize;
+        let cntlid = ctrl.id.cntlid;
+        self.ctrl = Some(ctrl);
+        Reply::result(u64::from(cntlid))
+    }
+
+    fn admin(&mut self, sh: &Shared, ctrl: &Ctrl, sqe: &Sqe, data: &[u8]) -> Reply {
+        let disc = ctrl.id.discovery;
+        match sqe.opcode() {
+            op::IDENTIFY => identify(sh, ctrl, sqe),
+            op::GET_LOG_PAGE => get_log(sh, disc, sqe),
+            op::KEEP_ALIVE => Reply::ok(),
+            op::AER => {
+                if self.aers.len() >= 4 {
+                    return Reply::status(0x105); // AER limit exceeded
+                }
+                self.aers.push(sqe.cid());
+                Reply {
+                    deferred: true,
+                    ..Reply::ok()
+                }
+            }
+            op::ABORT => Reply::result(1), // command not aborted
+            op::GET_FEATURES => features(sh, ctrl, sqe, None),
+            op::SET_FEATURES => features(sh, ctrl, sqe, Some(data)),
+            op::DIR_RECV if !disc => directive_recv(sh, sqe),
+            op::DIR_SEND if !disc => directive_send(sqe),
+            _ => Reply::status(sc::INVALID_OPCODE),
+        }
+    }
+}
+
+fn identify(sh: &Shared, ctrl: &Ctrl, sqe: &Sqe) -> Reply {
+    let cns = sqe.cdw(10) as u8;
+    let nsid = sqe.nsid();
+    let csi = (sqe.cdw(11) >> 24) as u8;
+    let ns_ok = nsid == 1 && !ctrl.id.discovery;
+    match cns {
+        0x01 => Reply::data(pages::identify_ctrl(&ctrl.id, sh.dev().ruhs())),
+        0x00 if ns_ok => Reply::data(pages::identify_ns(&sh.dev())),
+        0x08 if ns_ok => Reply::data(pages::identify_ns_cs_indep()),
+        0x03 if ns_ok => Reply::data(pages::ns_descriptors()),
+        0x05 if ns_ok && csi == 0 => Reply::data(vec![0; 4096]),
+        0x00 | 0x03 | 0x05 | 0x08 => Reply::status(sc::INVALID_NS),
+        0x02 | 0x07 if !ctrl.id.discovery => Reply::data(pages::active_ns_list(nsid)),
+        0x06 if csi == 0 => Reply::data(vec![0; 4096]),
+        0x1c => Reply::data(pages::io_command_sets()),
+        _ => Reply::status(sc::INVALID_FIELD),
+    }
+}
+
+fn get_log(sh: &Shared, discovery: bool, sqe: &Sqe) -> Reply {
+    let lid = sqe.cdw(10) as u8;
+    let numd = ((sqe.cdw(10) >> 16) | (sqe.cdw(11) & 0xffff) << 16) as u64 + 1;
+    let lsi = (sqe.cdw(11) >> 16) as u16;
+    let offset = u64::from(sqe.cdw(12)) | u64::from(sqe.cdw(13)) << 32;
+    let page = match lid {
+        0x70 if discovery => pages::discovery_log(&sh.subnqn, &sh.addr, sh.port),
+        _ if discovery => return Reply::status(sc::INVALID_LOG_PAGE),
+        0x01 => vec![0; 64],
+        0x02 => pages::smart_log(&sh.dev()),
+        0x03 => vec![0; 512],
+        0x20..=0x23 if lsi != pages::ENDGID => return Reply::status(sc::INVALID_FIELD),
+        0x20 => pages::fdp_configs(&sh.dev()),
+        0x21 => pages::ruh_usage(&sh.dev()),
+        0x22 => pages::fdp_stats(&sh.dev()),
+        0x23 => pages::fdp_events(&sh.dev()),
+        _ => return Reply::status(sc::INVALID_LOG_PAGE),
+    };
+    if offset % 4 != 0 || offset > page.len() as u64 {
+        return Reply::status(sc::INVALID_FIELD);
+    }
+    let end = (offset + numd * 4).min(page.len() as u64);
+    let mut out = page[offset as usize..end as usize].to_vec();
+    out.resize((numd * 4).min(1 << 20) as usize, 0);
+    Reply::data(out)
+}
+
+fn features(sh: &Shared, ctrl: &Ctrl, sqe: &Sqe, set: Option<&[u8]>) -> Reply {
+    let fid = sqe.cdw(10) as u8;
+    let save = sqe.cdw(10) >> 31 != 0;
+    if set.is_some() && save {
+        return Reply::status(sc::FEATURE_NOT_SAVEABLE);
+    }
+    let q = u64::from(ctrl.queues);
+    match (fid, set) {
+        (0x07, _) => Reply::result(q | q << 16), // number of queues
+        (0x1d, None) => {
+            if sqe.cdw(11) as u16 != pages::ENDGID {
+                return Reply::status(sc::INVALID_FIELD);
+            }
+            Reply::result(1) // FDPE, configuration index 0
+        }
+        (0x1d, Some(_)) => {
+            // FDP is fixed on (one configuration); enabling it again is a no-op.
+            if sqe.cdw(12) & 1 == 1 && (sqe.cdw(12) >> 8) as u8 == 0 {
+                Reply::ok()
+            } else {
+                Reply::status(sc::INVALID_FIELD)
+            }
+        }
+        (0x1e, set) => {
+            let pid = sqe.cdw(11) as u16;
+            let noet = (sqe.cdw(11) >> 16) as u8;
+            let mut dev = sh.dev();
+            let Some(mask) = dev.event_mask(pid) else {
+                return Reply::status(sc::INVALID_FIELD);
+            };
+            match set {
+                None => {
+                    let mut d = pages::fdp_event_config(mask);
+                    d.truncate(2 * usize::from(noet.max(1)).min(4));
+                    Reply {
+                        result: (d.len() / 2) as u64,
+                        ..Reply::data(d)
+                    }
+                }
+                Some(data) => {
+                    let on = sqe.cdw(12) & 1 == 1;
+                    for &kind in data.iter().take(usize::from(noet)) {
+                        if !dev.set_event(pid, kind, on) {
+                            return Reply::status(sc::INVALID_FIELD);
+                        }
+                    }
+                    Reply::ok()
+                }
+            }
+        }
+        (0x0b | 0x0f | 0x0c | 0x0e, _) => Reply::ok(), // async event config, keep alive, …
+        _ => Reply::status(sc::INVALID_FIELD),
+    }
+}
+
+/// Streams directive (type 1): identify parameters. Directive type 0 is Identify.
+fn directive_recv(sh: &Shared, sqe: &Sqe) -> Reply {
+    let doper = sqe.cdw(11) as u8;
+    let dtype = (sqe.cdw(11) >> 8) as u8;
+    match (dtype, doper) {
+        (0, 1) => {
+            let mut b = vec![0u8; 4096];
+            b[0] = 0b11; // supported: identify, streams
+            b[32] = 0b11; // enabled
+            Reply::data(b)
+        }
+        (1, 1) => {
+            let n = sh.dev().ruhs();
+            let mut b = vec![0u8; 32];
+            b[0..2].copy_from_slice(&n.to_le_bytes()); // MSL
+            b[2..4].copy_from_slice(&n.to_le_bytes()); // NSSA
+            b[4..6].copy_from_slice(&n.to_le_bytes()); // NSSO
+            b[16..20].copy_from_slice(&(sh.dev().ru_size() as u32 / BLOCK as u32).to_le_bytes()); // SWS
+            b[20..22].copy_from_slice(&1u16.to_le_bytes()); // SGS
+            b[22..24].copy_from_slice(&n.to_le_bytes()); // NSA
+            b[24..26].copy_from_slice(&n.to_le_bytes()); // NSO
+            Reply::data(b)
+        }
+        (1, 3) => Reply::result(u64::from(sh.dev().ruhs())), // allocate resources
+        _ => Reply::status(sc::INVALID_FIELD),
+    }
+}
+
+fn directive_send(sqe: &Sqe) -> Reply {
+    let doper = sqe.cdw(11) as u8;
+    let dtype = (sqe.cdw(11) >> 8) as u8;
+    match (dtype, doper) {
+        (0, 1) | (1, 1) | (1, 2) => Reply::ok(), // enable, release identifier / resources
+        _ => Reply::status(sc::INVALID_FIELD),
+    }
+}
+
+fn io(sh: &Shared, ctrl: &Ctrl, sqe: &Sqe, data: &[u8]) -> Reply {
+    if ctrl.id.discovery {
+        return Reply::status(sc::INVALID_OPCODE);
+    }
+    let opcode = sqe.opcode();
+    if opcode != op::FLUSH && sqe.nsid() != 1
+        || opcode == op::FLUSH && !matches!(sqe.nsid(), 1 | 0xffff_ffff)
+    {
+        return Reply::status(sc::INVALID_NS);
+    }
+    let slba = u64::from(sqe.cdw(10)) | u64::from(sqe.cdw(11)) << 32;
+    let nlb = u64::from(sqe.cdw(12) as u16) + 1;
+    let mut dev = sh.dev();
+    let range_ok = dev.in_range(slba, nlb);
+    let wrap = |r: std::io::Result<()>| match r {
+        Ok(()) => Reply::ok(),
+        Err(e) => {
+            tracing::warn!("I/O failed: {e}");
+            Reply::status(sc::INTERNAL)
+        }
+    };
+    match opcode {
+        op::FLUSH => wrap(dev.flush()),
+        op::READ | op::WRITE | op::WRITE_ZEROES if !range_ok => Reply::status(sc::LBA_RANGE),
+        op::READ => {
+            if sqe.sgl_len() as u64 != nlb * BLOCK as u64 {
+                return Reply::status(sc::SGL_LENGTH);
+            }
+            let mut buf = vec![0u8; (nlb as usize) * BLOCK];
+            match dev.read(slba, &mut buf) {
+                Ok(()) => Reply::data(buf),
+                Err(e) => wrap(Err(e)),
+            }
+        }
+        op::WRITE => {
+            if data.len() as u64 != nlb * BLOCK as u64 {
+                return Reply::status(sc::SGL_LENGTH);
+            }
+            let dtype = (sqe.cdw(12) >> 20) & 0xf;
+            let dspec = (sqe.cdw(13) >> 16) as u16;
+            let pid = match dtype {
+                0 => None,
+                1 => Some(dspec % dev.ruhs()), // Streams: stream id → handle
+                2 => Some(dspec),              // FDP: placement id (one reclaim group)
+                _ => return Reply::status(sc::INVALID_FIELD),
+            };
+            wrap(dev.write(slba, data, pid, 1))
+        }
+        op::WRITE_ZEROES => wrap(dev.deallocate(slba, nlb)),
+        op::DSM => {
+            let nr = (sqe.cdw(10) & 0xff) as usize + 1;
+            if data.len() < nr * 16 {
+                return Reply::status(sc::SGL_LENGTH);
+            }
+            if sqe.cdw(11) & (1 << 2) == 0 {
+                return Reply::ok(); // hints only
+            }
+            for r in data.chunks_exact(16).take(nr) {
+                let n = u64::from(u32::from_le_bytes(r[4..8].try_into().unwrap_or_default()));
+                let s = u64::from_le_bytes(r[8..16].try_into().unwrap_or_default());
+                if !dev.in_range(s, n) {
+                    return Reply::status(sc::LBA_RANGE);
+                }
+                if n > 0 {
+                    if let Err(e) = dev.deallocate(s, n) {
+                        return wrap(Err(e));
+                    }
+                }
+            }
+            Reply::ok()
+        }
+        op::IO_MGMT_RECV => {
+            if sqe.cdw(10) as u8 != 1 {
+                return Reply::status(sc::INVALID_FIELD);
+            }
+            let numd = (u64::from(sqe.cdw(11)) + 1).min(1 << 18);
+            let mut b = pages::ruh_status(&dev);
+            b.resize((numd * 4) as usize, 0);
+            Reply::data(b)
+        }
+        op::IO_MGMT_SEND => {
+            if sqe.cdw(10) as u8 != 1 {
+                return Reply::status(sc::INVALID_FIELD);
+            }
+            let npid = (sqe.cdw(10) >> 16) as usize + 1;
+            if data.len() < npid * 2 {
+                return Reply::status(sc::SGL_LENGTH);
+            }
+            for p in data.chunks_exact(2).take(npid) {
+                if !dev.ruh_update(u16::from_le_bytes([p[0], p[1]]), 1) {
+                    return Reply::status(sc::INVALID_FIELD);
+                }
+            }
+            Reply::ok()
+        }
+        _ => Reply::status(sc::INVALID_OPCODE),
+    }
+}

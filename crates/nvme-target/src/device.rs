@@ -1,0 +1,456 @@
+//! The namespace behind every controller: the ftl-sim SSD model (one
+//! simulator stream per reclaim unit handle, GC running as writes arrive),
+//! the data store, the FDP counters and event log, and the optional block
+//! trace of what the host wrote (fio iolog v2, which `pcstreamctl sim
+//! --trace … --format fio` replays into the same model).
+
+use std::collections::VecDeque;
+use std::fs::File;
+use std::io::{self, BufWriter, Write};
+use std::path::PathBuf;
+
+use ftl_sim::{Config, Geometry, Ssd};
+use serde::Serialize;
+
+use crate::store::Store;
+
+/// Logical block size (= the simulator's page size).
+pub const BLOCK: usize = 4096;
+/// Most FDP events kept (oldest dropped first).
+const MAX_EVENTS: usize = 64;
+
+/// FDP event types (TP4146 "FDP events").
+pub mod event {
+    /// A reclaim unit was not fully written when its handle moved on.
+    pub const RU_NOT_FULLY_WRITTEN: u8 = 0x00;
+    /// A write named a placement identifier the namespace does not have.
+    pub const INVALID_PID: u8 = 0x03;
+}
+
+/// What the device looks like; from flags or TOML (missing keys take the defaults).
+#[derive(Debug, Clone, PartialEq, serde::Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct DeviceConfig {
+    /// Namespace capacity in bytes (rounded down to whole blocks).
+    pub capacity: u64,
+    /// Reclaim unit handles (= simulator streams), 1..=128.
+    pub ruhs: u16,
+    /// Reclaim unit size in bytes (= the simulator's erase block).
+    pub ru_size: u64,
+    /// Over-provisioning (physical − logical) / logical.
+    pub op: f64,
+    /// GC copies go to a per-RUH internal stream.
+    pub internal_streams: bool,
+    /// Keep the data in this file instead of memory.
+    pub backing: Option<PathBuf>,
+    /// Log host writes and deallocations here as a fio iolog v2 block trace.
+    pub trace: Option<PathBuf>,
+}
+
+impl Default for DeviceConfig {
+    fn default() -> Self {
+        DeviceConfig {
+            capacity: 1 << 30,
+            ruhs: 8,
+            ru_size: 1 << 20,
+            op: 0.07,
+            internal_streams: false,
+            backing: None,
+            trace: None,
+        }
+    }
+}
+
+/// Why a device cannot be built.
+#[derive(Debug, thiserror::Error)]
+pub enum DeviceError {
+    /// A value out of range.
+    #[error("{0}")]
+    Invalid(String),
+    /// The simulator rejected the geometry.
+    #[error("simulator: {0}")]
+    Sim(#[from] ftl_sim::ConfigError),
+    /// The backing or trace file.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// What failed.
+        source: io::Error,
+    },
+}
+
+impl DeviceConfig {
+    /// The simulator configuration this device runs (also what an offline
+    /// replay of its trace must use).
+    pub fn sim_config(&self) -> Result<Config, DeviceError> {
+        if !(1..=128).contains(&self.ruhs) {
+            return Err(DeviceError::Invalid(format!(
+                "ruhs: {} is outside 1..=128",
+                self.ruhs
+            )));
+        }
+        if self.ru_size < BLOCK as u64 * 16
+            || !self.ru_size.is_multiple_of(BLOCK as u64)
+            || self.ru_size > 1 << 30
+        {
+            return Err(DeviceError::Invalid(format!(
+                "ru size: {} is not a multiple of {BLOCK} between 64 KiB and 1 GiB",
+                self.ru_size
+            )));
+        }
+        let pages = self.capacity / BLOCK as u64;
+        if pages < 1024 {
+            return Err(DeviceError::Invalid(format!(
+                "capacity: {} bytes is below 4 MiB",
+                self.capacity
+            )));
+        }
+        if !(self.op.is_finite() && self.op > 0.0 && self.op <= 4.0) {
+            return Err(DeviceError::Invalid(format!(
+                "op: {} is outside (0, 4]",
+                self.op
+            )));
+        }
+        let ppb = self.ru_size / BLOCK as u64;
+        let phys = ((pages as f64) * (1.0 + self.op)).ceil() as u64;
+        let blocks = phys.div_ceil(ppb) + 1;
+        let blocks = u32::try_from(blocks).map_err(|_| {
+            DeviceError::Invalid(format!("capacity: {} bytes is too large", self.capacity))
+        })?;
+        let cfg = Config {
+            geometry: Geometry {
+                channels: 1,
+                ways: 1,
+                blocks_per_unit: blocks,
+                pages_per_block: ppb as u32,
+                page_size: BLOCK as u32,
+            },
+            op: self.op,
+            streams: u32::from(self.ruhs),
+            internal_streams: self.internal_streams,
+            ..Config::default()
+        };
+        cfg.validate()?;
+        Ok(cfg)
+    }
+}
+
+/// One FDP event as the log page reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct FdpEvent {
+    /// [`event`] type.
+    pub kind: u8,
+    /// Placement identifier concerned.
+    pub pid: u16,
+    /// Milliseconds since the target started.
+    pub timestamp_ms: u64,
+    /// Namespace.
+    pub nsid: u32,
+}
+
+/// Counters the FDP statistics, SMART log and `--json` report.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DeviceStats {
+    /// Host bytes written (FDP statistics HBMW).
+    pub host_bytes: u64,
+    /// Media bytes written = host + GC copies (MBMW).
+    pub media_bytes: u64,
+    /// Media bytes erased (MBE).
+    pub erased_bytes: u64,
+    /// media / host.
+    pub waf: f64,
+    /// Host bytes written per RUH.
+    pub ruh_host_bytes: Vec<u64>,
+    /// Read commands / write commands.
+    pub reads: u64,
+    /// Write commands.
+    pub writes: u64,
+    /// Bytes read.
+    pub read_bytes: u64,
+}
+
+/// The namespace state shared by every connection (behind one mutex).
+#[derive(Debug)]
+pub struct Device {
+    cfg: DeviceConfig,
+    ssd: Ssd,
+    store: Store,
+    nlb: u64,
+    ru_pages: u64,
+    /// Pages written into each RUH's current reclaim unit.
+    ru_fill: Vec<u64>,
+    events: VecDeque<FdpEvent>,
+    /// Per RUH: event types enabled (bit = type, for types 0..=3).
+    event_mask: Vec<u8>,
+    trace: Option<BufWriter<File>>,
+    started: std::time::Instant,
+    reads: u64,
+    writes: u64,
+    read_bytes: u64,
+}
+
+impl Device {
+    /// Builds the model, opens the store and the trace.
+    pub fn new(cfg: DeviceConfig) -> Result<Device, DeviceError> {
+        let sim = cfg.sim_config()?;
+        let ssd = Ssd::new(sim)?;
+        let nlb = (cfg.capacity / BLOCK as u64).min(ssd.logical_pages());
+        fn io(path: &std::path::Path) -> impl FnOnce(io::Error) -> DeviceError + '_ {
+            move |source| DeviceError::Io {
+                path: path.to_path_buf(),
+                source,
+            }
+        }
+        let store = match &cfg.backing {
+            Some(p) => Store::file(p, BLOCK, nlb * BLOCK as u64).map_err(io(p))?,
+            None => Store::memory(BLOCK),
+        };
+        let trace = match &cfg.trace {
+            Some(p) => {
+                let mut w = BufWriter::new(File::create(p).map_err(io(p))?);
+                w.write_all(b"fio version 2 iolog\n").map_err(io(p))?;
+                Some(w)
+            }
+            None => None,
+        };
+        let ruhs = usize::from(cfg.ruhs);
+        Ok(Device {
+            ru_pages: cfg.ru_size / BLOCK as u64,
+            ssd,
+            store,
+            nlb,
+            ru_fill: vec![0; ruhs],
+            events: VecDeque::new(),
+            event_mask: vec![0b1001; ruhs],
+            trace,
+            started: std::time::Instant::now(),
+            reads: 0,
+            writes: 0,
+            read_bytes: 0,
+            cfg,
+        })
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &DeviceConfig {
+        &self.cfg
+    }
+
+    /// Namespace size in logical blocks.
+    pub fn nlb(&self) -> u64 {
+        self.nlb
+    }
+
+    /// Reclaim unit handles.
+    pub fn ruhs(&self) -> u16 {
+        self.cfg.ruhs
+    }
+
+    /// Whether `n` blocks from `slba` are inside the namespace.
+    pub fn in_range(&self, slba: u64, n: u64) -> bool {
+        slba.checked_add(n).is_some_and(|e| e <= self.nlb)
+    }
+
+    /// Reads whole blocks.
+    pub fn read(&mut self, slba: u64, buf: &mut [u8]) -> io::Result<()> {
+        self.reads += 1;
+        self.read_bytes += buf.len() as u64;
+        self.store.read(slba, buf)
+    }
+
+    /// Writes whole blocks through placement identifier `pid` (None: the
+    /// default handle 0). An unknown pid is logged as an event and falls
+    /// back to handle 0, as the FDP spec's reference implementations do.
+    pub fn write(&mut self, slba: u64, data: &[u8], pid: Option<u16>, nsid: u32) -> io::Result<()> {
+        let n = (data.len() / BLOCK) as u64;
+        let ruh = match pid {
+            Some(p) if p < self.cfg.ruhs => p,
+            Some(p) => {
+                self.push_event(event::INVALID_PID, p, nsid);
+                0
+            }
+            None => 0,
+        };
+        self.store.write(slba, data)?;
+        self.ssd
+            .write_pages(slba, n, u32::from(ruh))
+            .map_err(|e| io::Error::other(e.to_string()))?;
+        let r = usize::from(ruh);
+        self.ru_fill[r] = (self.ru_fill[r] + n) % self.ru_pages;
+        self.writes += 1;
+        if let Some(t) = &mut self.trace {
+            writeln!(
+                t,
+                "ns write {} {} {ruh}",
+                slba * BLOCK as u64,
+                n * BLOCK as u64
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Deallocates (TRIM) or zeroes `n` blocks: they read as zeros and the
+    /// model stops counting them as valid.
+    pub fn deallocate(&mut self, slba: u64, n: u64) -> io::Result<()> {
+        self.store.zero(slba, n)?;
+        self.ssd
+            .trim(slba, n)
+            .map_err(|e| io::Error::other(e.to_string()))?;
+        if let Some(t) = &mut self.trace {
+            writeln!(t, "ns trim {} {}", slba * BLOCK as u64, n * BLOCK as u64)?;
+        }
+        Ok(())
+    }
+
+    /// Flush: the store and the trace.
+    pub fn flush(&mut self) -> io::Result<()> {
+        if let Some(t) = &mut self.trace {
+            t.flush()?;
+        }
+        self.store.flush()
+    }
+
+    /// Moves RUH `pid` to a fresh reclaim unit (I/O Management Send, RUH
+    /// update); a partly written unit is reported as an event.
+    pub fn ruh_update(&mut self, pid: u16, nsid: u32) -> bool {
+        if pid >= self.cfg.ruhs {
+            return false;
+        }
+        let r = usize::from(pid);
+        if self.ru_fill[r] != 0 {
+            self.push_event(event::RU_NOT_FULLY_WRITTEN, pid, nsid);
+        }
+        self.ru_fill[r] = 0;
+        true
+    }
+
+    /// Bytes still writable in RUH `pid`'s current unit, in logical blocks
+    /// (RUH status RUAMW).
+    pub fn ru_available(&self, pid: u16) -> u64 {
+        self.ru_pages - self.ru_fill[usize::from(pid)]
+    }
+
+    /// Reclaim unit size in bytes.
+    pub fn ru_size(&self) -> u64 {
+        self.cfg.ru_size
+    }
+
+    fn push_event(&mut self, kind: u8, pid: u16, nsid: u32) {
+        let enabled = self
+            .event_mask
+            .get(usize::from(pid))
+            .or(self.event_mask.first())
+            .is_some_and(|m| kind > 7 || m & (1 << kind) != 0);
+        if !enabled {
+            return;
+        }
+        if self.events.len() == MAX_EVENTS {
+            self.events.pop_front();
+        }
+        self.events.push_back(FdpEvent {
+            kind,
+            pid,
+            timestamp_ms: self.started.elapsed().as_millis() as u64,
+            nsid,
+        });
+    }
+
+    /// The FDP event log, oldest first.
+    pub fn events(&self) -> impl Iterator<Item = &FdpEvent> {
+        self.events.iter()
+    }
+
+    /// Event types enabled on RUH `pid` (bit per type 0..=7).
+    pub fn event_mask(&self, pid: u16) -> Option<u8> {
+        self.event_mask.get(usize::from(pid)).copied()
+    }
+
+    /// Enables or disables event `kind` on RUH `pid`.
+    pub fn set_event(&mut self, pid: u16, kind: u8, on: bool) -> bool {
+        match self.event_mask.get_mut(usize::from(pid)) {
+            Some(m) if kind < 8 => {
+                if on {
+                    *m |= 1 << kind;
+                } else {
+                    *m &= !(1 << kind);
+                }
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// The counters.
+    pub fn stats(&self) -> DeviceStats {
+        let s = self.ssd.stats();
+        let b = BLOCK as u64;
+        DeviceStats {
+            host_bytes: s.host_pages * b,
+            media_bytes: (s.host_pages + s.gc_pages) * b,
+            erased_bytes: s.erases * self.cfg.ru_size,
+            waf: s.waf,
+            ruh_host_bytes: s.per_stream.iter().map(|p| p.host_pages * b).collect(),
+            reads: self.reads,
+            writes: self.writes,
+            read_bytes: self.read_bytes,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn small() -> DeviceConfig {
+        DeviceConfig {
+            capacity: 64 << 20,
+            ruhs: 4,
+            ru_size: 256 << 10,
+            ..DeviceConfig::default()
+        }
+    }
+
+    #[test]
+    fn placement_reaches_the_model_and_waf_grows_under_overwrites() {
+        let mut d = Device::new(small()).unwrap();
+        let n = d.nlb();
+        let data = vec![1u8; BLOCK];
+        let mut x = 7u64;
+        for i in 0..n * 3 {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            d.write((x >> 16) % n, &data, Some((i % 2) as u16), 1)
+                .unwrap();
+        }
+        let s = d.stats();
+        assert!(s.waf > 1.0, "{s:?}");
+        assert_eq!(s.ruh_host_bytes.len(), 4);
+        assert!(s.ruh_host_bytes[0] > 0 && s.ruh_host_bytes[1] > 0 && s.ruh_host_bytes[2] == 0);
+        assert_eq!(s.media_bytes as f64 / s.host_bytes as f64, s.waf);
+    }
+
+    #[test]
+    fn an_invalid_pid_is_an_event_and_goes_to_handle_zero() {
+        let mut d = Device::new(small()).unwrap();
+        d.write(0, &[0u8; BLOCK], Some(9), 1).unwrap();
+        assert_eq!(
+            d.events().next().map(|e| (e.kind, e.pid)),
+            Some((event::INVALID_PID, 9))
+        );
+        assert_eq!(d.stats().ruh_host_bytes[0], BLOCK as u64);
+    }
+
+    #[test]
+    fn bad_configs_are_named() {
+        let e = Device::new(DeviceConfig { ruhs: 0, ..small() }).unwrap_err();
+        assert!(e.to_string().contains("ruhs"), "{e}");
+        let e = Device::new(DeviceConfig {
+            capacity: 1,
+            ..small()
+        })
+        .unwrap_err();
+        assert!(e.to_string().contains("capacity"), "{e}");
+    }
+}

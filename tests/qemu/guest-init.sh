@@ -1,0 +1,106 @@
+#!/bin/sh
+# /init of the QEMU guest (see run.sh): starts pcstreamctl target on the
+# guest's loopback, connects the kernel's nvme-tcp host to it and checks it
+# with nvme-cli; prints `CHECK <name> ok|FAIL` lines on the serial console.
+export PATH=/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+mount -t proc proc /proc
+mount -t sysfs sys /sys
+mount -t devtmpfs dev /dev
+mkdir -p /tmp /run && mount -t tmpfs tmp /tmp
+mount -t configfs none /sys/kernel/config 2>/dev/null
+ip link set lo up
+modprobe nvme-tcp
+modprobe ext4 2>/dev/null
+NQN=nqn.2026-11.io.pcstream:ftl-sim
+check() {
+  name=$1; shift
+  if "$@" >/tmp/out 2>&1; then echo "CHECK $name ok"; else echo "CHECK $name FAIL"; head -c 2000 /tmp/out | sed 's/^/  | /'; fi
+}
+info() { echo "INFO $*"; }
+info "kernel $(uname -r), $(nvme version 2>&1 | head -1)"
+pcstreamctl target --listen 127.0.0.1:4420 --capacity 1G --ruhs 8 --ru-size 1M --interval 0 --json \
+  >/tmp/target.json 2>/tmp/target.log &
+TPID=$!
+sleep 2
+check discover nvme discover -t tcp -a 127.0.0.1 -s 4420
+check connect nvme connect -t tcp -a 127.0.0.1 -s 4420 -n $NQN
+sleep 2
+NS=$(ls /dev/nvme[0-9]*n1 2>/dev/null | head -1)
+CTRL=$(ls /dev/nvme[0-9]* 2>/dev/null | grep -E '/dev/nvme[0-9]+$' | head -1)
+info "namespace ${NS:-none}, controller ${CTRL:-none}"
+if [ -z "$NS" ]; then sed 's/^/  | /' /tmp/target.log | tail -30; fi
+check list nvme list
+check id-ctrl nvme id-ctrl "$CTRL"
+check id-ns nvme id-ns "$NS"
+check fdp-configs nvme fdp configs "$CTRL" -e 1 -o json
+check fdp-usage nvme fdp usage "$CTRL" -e 1 -o json
+check fdp-stats nvme fdp stats "$CTRL" -e 1 -o json
+check fdp-events nvme fdp events "$CTRL" -e 1 -o json
+for f in /tmp/out; do :; done
+nvme fdp configs "$CTRL" -e 1 -o json 2>&1 | head -40 | sed 's/^/  | /'
+B=$(basename "$NS")
+info "max_write_streams=$(cat /sys/block/$B/queue/max_write_streams 2>/dev/null) write_stream_granularity=$(cat /sys/block/$B/queue/write_stream_granularity 2>/dev/null)"
+for d in /sys/block/nvme*; do info "$(basename $d) max_write_streams=$(cat $d/queue/max_write_streams 2>/dev/null)"; done
+check max-write-streams test "$(cat /sys/block/$B/queue/max_write_streams 2>/dev/null)" = 8
+check mkfs mkfs.ext4 -q -F "$NS"
+check fsck fsck.ext4 -f -n "$NS"
+dd if=/dev/urandom of=/tmp/data bs=1M count=8 2>/dev/null
+SUM=$(md5sum </tmp/data)
+check dd-write dd if=/tmp/data of="$NS" bs=1M seek=600 oflag=direct
+check disconnect nvme disconnect -n $NQN
+check reconnect nvme connect -t tcp -a 127.0.0.1 -s 4420 -n $NQN
+sleep 2
+NS=$(ls /dev/nvme[0-9]*n1 2>/dev/null | head -1)
+check dd-checksum sh -c "test \"\$(dd if=$NS bs=1M skip=600 count=8 iflag=direct 2>/dev/null | md5sum)\" = \"$SUM\""
+check fdp-stats-after nvme fdp stats "$CTRL" -e 1 -o json
+sed 's/^/  | /' /tmp/out
+# pcstreamctl device (passthrough ioctls) against nvme-cli's fdp plugin.
+num() { tr -d ' \n"' <"$1" | sed "s/.*[,{]$2:\([0-9]*\).*/\1/"; }
+nvme fdp stats "$CTRL" -e 1 -o json >/tmp/cli-stats.json 2>&1
+nvme fdp configs "$CTRL" -e 1 -o json >/tmp/cli-configs.json 2>&1
+check device pcstreamctl device "$NS" --json
+cp /tmp/out /tmp/dev.json
+sed 's/^/  | /' /tmp/dev.json | head -30
+check device-matches-nvme-cli test "$(num /tmp/dev.json host_bytes)/$(num /tmp/dev.json media_bytes)/$(num /tmp/dev.json nruh)/$(num /tmp/dev.json runs)" \
+  = "$(num /tmp/cli-stats.json hbmw)/$(num /tmp/cli-stats.json mbmw)/$(num /tmp/cli-configs.json nruh)/$(num /tmp/cli-configs.json runs)"
+info "device vs nvme-cli: $(num /tmp/dev.json host_bytes)/$(num /tmp/dev.json media_bytes)/$(num /tmp/dev.json nruh)/$(num /tmp/dev.json runs) vs $(num /tmp/cli-stats.json hbmw)/$(num /tmp/cli-stats.json mbmw)/$(num /tmp/cli-configs.json nruh)/$(num /tmp/cli-configs.json runs)"
+# Placement: O_DIRECT writes with the device inode's hint 3 land in RUH 2
+# (the kernel's stream 3 = the third placement id).
+check hint-write hintwrite seq "$NS" 3 716800 4224
+nvme fdp status "$NS" -o json 2>/dev/null | tr -d ' \n' >/tmp/status.json
+sed 's/^/  | /' /tmp/status.json; echo
+# 4224 KiB = 4 RUs + 32 blocks: RUH 2's current unit has 256 − 32 blocks left.
+check fdp-status-ruh-2 grep -q '"pid":2,"ruhid":2,"earutr":0,"ruamw":224' /tmp/status.json
+nvme disconnect -n $NQN >/dev/null 2>&1
+kill -TERM $TPID; wait $TPID
+info "target: $(tr -d '\n' </tmp/target.json | head -c 600)"
+RUH2=$(tr -d ' \n' </tmp/target.json | sed 's/.*"ruh_host_bytes":\[\([^]]*\)\].*/\1/' | cut -d, -f3)
+check hint-lands-in-ruh-2 test "$RUH2" = $((4224 * 1024))
+
+# Two temperatures on a small device: hot and cold on one RUH, then on two.
+twotemp() { # port nqn hot-hint cold-hint
+  pcstreamctl target --listen 127.0.0.1:$1 --nqn $2 --capacity 32M --ruhs 4 --ru-size 128K \
+    --interval 0 >/dev/null 2>/tmp/t$1.log &
+  P=$!
+  sleep 1
+  kill -0 $P 2>/dev/null || sed 's/^/  | /' /tmp/t$1.log >&2
+  nvme connect -t tcp -a 127.0.0.1 -s $1 -n $2 >/dev/null 2>&1
+  sleep 2
+  N=$(ls -t /dev/nvme[0-9]*n1 | head -1)
+  C=${N%n1}
+  echo "INFO two temperatures on $N (hints $3/$4) from $(date +%s)" >&2
+  hintwrite twotemp "$N" $3 $4 30720 1 >&2
+  echo "INFO done at $(date +%s)" >&2
+  S=$(nvme fdp stats "$C" -e 1 -o json | tr -d ' \n"')
+  H=$(echo "$S" | sed 's/.*hbmw:\([0-9]*\).*/\1/'); M=$(echo "$S" | sed 's/.*mbmw:\([0-9]*\).*/\1/')
+  nvme disconnect -n $2 >/dev/null 2>&1
+  kill -TERM $P; wait $P
+  awk "BEGIN { printf \"%.4f\", $M / $H }"
+}
+W1=$(twotemp 4421 nqn.2026-11.io.pcstream:mixed 1 1)
+W2=$(twotemp 4422 nqn.2026-11.io.pcstream:separate 2 1)
+info "two temperatures: WAF $W1 on one RUH, $W2 on separate RUHs"
+check two-temperature-waf awk "BEGIN { exit !($W2 < $W1) }"
+echo ALL-DONE
+echo o >/proc/sysrq-trigger
+sleep 5
