@@ -15,7 +15,11 @@
 //!
 //! A record is written whole or not at all: an append that the file system
 //! accepts only in part (`ENOSPC`, `EFBIG`) is cut back to where it began,
-//! and its events are counted as dropped, like a failed datagram.
+//! and its events are counted as dropped, like a failed datagram. The
+//! events a process failed to append are also counted in a marker beside its
+//! trace, `<trace>.lost`, whose file *size* is that count (no data block: it
+//! can be written on a full file system), so the recorder reports losses
+//! even when the trace's tail (with its EXIT) is what was lost.
 
 use crate::events::{self, Enc};
 use libc::{c_int, c_long, c_void, iovec};
@@ -82,6 +86,11 @@ impl PathSlot {
 }
 
 static TRACE_PATH: PathSlot = PathSlot::new();
+/// `<trace>.lost`: its *size* is the number of events this process could not
+/// append to its trace (a sparse file: no data block, so it can be created
+/// and grown on a full file system, given an inode).
+static LOST_PATH: PathSlot = PathSlot::new();
+static RECORD_LOST: AtomicU64 = AtomicU64::new(0);
 static SOCK_PATH: PathSlot = PathSlot::new();
 static PID: AtomicU32 = AtomicU32::new(0);
 static SEQ: AtomicU64 = AtomicU64::new(0);
@@ -165,6 +174,29 @@ fn append_whole(path: &[u8; PATH_CAP], iov: &[iovec]) -> bool {
     ok
 }
 
+/// Counts `n` events that did not reach the trace file in its marker.
+fn note_lost(n: u64) {
+    let total = RECORD_LOST.fetch_add(n, Ordering::Relaxed) + n;
+    let Some(path) = LOST_PATH.get() else {
+        return;
+    };
+    let Ok(fd) = sys_open(
+        path,
+        libc::O_WRONLY | libc::O_CREAT | libc::O_CLOEXEC,
+        0o644,
+    ) else {
+        return;
+    };
+    // SAFETY: plain fstat/ftruncate on the descriptor just opened.
+    unsafe {
+        let mut st: libc::stat = std::mem::zeroed();
+        if libc::syscall(libc::SYS_fstat, fd, &mut st) == 0 && (st.st_size as u64) < total {
+            libc::syscall(libc::SYS_ftruncate, fd, total as libc::off_t);
+        }
+    }
+    sys_close(fd);
+}
+
 /// Uses the daemon socket at `path` if it exists (init only).
 pub fn open_socket(path: &Path) -> bool {
     let bytes = path.as_os_str().as_bytes();
@@ -238,6 +270,8 @@ pub struct HeaderInfo<'a> {
 /// message is returned.
 pub fn open_trace(dir: &Path, h: &HeaderInfo<'_>) -> Result<std::path::PathBuf, String> {
     TRACE_PATH.off();
+    LOST_PATH.off();
+    RECORD_LOST.store(0, Ordering::Relaxed);
     let _ = std::fs::create_dir_all(dir);
     let path = dir.join(format!("{}-{}.pcstrace", pid(), h.start_mono_ns));
     let c = CString::new(path.as_os_str().as_bytes()).map_err(|e| e.to_string())?;
@@ -259,6 +293,15 @@ pub fn open_trace(dir: &Path, h: &HeaderInfo<'_>) -> Result<std::path::PathBuf, 
             std::io::Error::from_raw_os_error(e)
         )
     })?;
+    // In a shared record directory (world-writable and sticky, as
+    // `pcstreamctl record` makes it) a process that switches user later (a
+    // fork child of runuser before its exec, a server dropping root) must
+    // still append to the file it created: let every user write it.
+    use std::os::unix::fs::PermissionsExt;
+    if std::fs::metadata(dir).is_ok_and(|m| m.permissions().mode() & 0o1002 == 0o1002) {
+        // SAFETY: plain fchmod on the descriptor just created.
+        unsafe { libc::syscall(libc::SYS_fchmod, fd, 0o666 as libc::mode_t) };
+    }
     sys_close(fd);
     // TraceRecord { header: TraceHeader { .. } }
     let mut hdr = vec![0u8; 64 + h.command.iter().map(|a| a.len() + 12).sum::<usize>()];
@@ -292,6 +335,9 @@ pub fn open_trace(dir: &Path, h: &HeaderInfo<'_>) -> Result<std::path::PathBuf, 
         let _ = std::fs::remove_file(&path);
         return Err(format!("{}: cannot write the header", path.display()));
     }
+    let mut lost = cb[..cb.len() - 1].to_vec();
+    lost.extend_from_slice(b".lost");
+    LOST_PATH.set(&lost);
     TRACE_PATH.set(&cb[..cb.len() - 1]);
     Ok(path)
 }
@@ -344,7 +390,10 @@ pub fn emit_batch(events: &[u8], count: u32) {
                 iov_len: events.len(),
             },
         ];
-        lost |= !append_whole(path, &iov);
+        if !append_whole(path, &iov) {
+            lost = true;
+            note_lost(count as u64);
+        }
     }
     if lost {
         crate::batch::count_dropped(count as u64);
