@@ -25,6 +25,7 @@
 pub(crate) mod batch;
 #[doc(hidden)]
 pub mod bench_api;
+pub(crate) mod callsite;
 pub(crate) mod clock;
 pub(crate) mod config;
 pub(crate) mod events;

@@ -671,6 +671,7 @@ unsafe fn walk(t: &Thread, table: &Table, record: *const usize, p: Params, out: 
     if push(table, out, ret0) != Step::Code {
         return;
     }
+    let mut last_pc = ret0;
     // Where a scan would resume: just above the last trusted return address.
     let mut scan_from = rec + 16;
     if p.unwind != Unwind::Scan {
@@ -687,7 +688,7 @@ unsafe fn walk(t: &Thread, table: &Table, record: *const usize, p: Params, out: 
             // SAFETY: prev < fp and fp+16 <= hi: inside the stack.
             let (next, ret) = unsafe { (word(fp), word(fp + 8)) };
             match push(table, out, ret) {
-                Step::Code => {}
+                Step::Code => last_pc = ret,
                 Step::End => {
                     clean = true;
                     break;
@@ -704,15 +705,113 @@ unsafe fn walk(t: &Thread, table: &Table, record: *const usize, p: Params, out: 
     }
     out.method = Method::StackScan;
     let limit = hi.min(scan_from.saturating_add(p.scan_words * 8));
-    let mut a = scan_from;
-    while out.n < k && a + 8 <= limit {
-        // SAFETY: a is 8-aligned and a+8 <= limit <= hi.
+    // SAFETY: scan_from..limit lies inside this thread's stack.
+    unsafe { scan(table, out, k, scan_from, limit, last_pc) };
+}
+
+/// The stack scan from `from` to `limit`, keeping only words that
+/// [`callsite`](crate::callsite) accepts as the return address of a call
+/// into the frame below (`last_pc`: the last kept address). A direct call
+/// to another function than the one holding `last_pc` may still be genuine
+/// (that function was reached by a tail call): such a word is kept only when
+/// the scan finds nothing better before the signal trampoline or its limit,
+/// and the scan then resumes above it.
+///
+/// # Safety
+/// `[from, limit)` must be readable stack, `from` 8-aligned.
+unsafe fn scan(
+    table: &Table,
+    out: &mut Captured,
+    k: usize,
+    from: usize,
+    limit: usize,
+    mut last_pc: usize,
+) {
+    let mut a = from;
+    let mut soft: Option<(usize, usize)> = None; // (address on stack, word)
+    while out.n < k {
+        if a + 8 > limit {
+            // Nothing better: take the tail-call candidate and go on above it.
+            let Some((at, w)) = soft.take() else { break };
+            push(table, out, w);
+            last_pc = w;
+            a = at + 8;
+            continue;
+        }
+        // SAFETY: a is 8-aligned and a+8 <= limit (caller contract).
         let w = unsafe { word(a) };
-        if push(table, out, w) == Step::End {
+        a += 8;
+        let Some(h) = table.lookup(w) else { continue };
+        if is_sigreturn(w, h.range_end) {
+            if let Some((_, sw)) = soft.take() {
+                if out.n < k {
+                    push(table, out, sw);
+                }
+            }
             break;
         }
-        a += 8;
+        match called_from(table, w, h.range_start, last_pc) {
+            Verdict::Yes => {
+                soft = None;
+                push(table, out, w);
+                last_pc = w;
+            }
+            Verdict::Maybe if soft.is_none() => soft = Some((a - 8, w)),
+            _ => {}
+        }
     }
+}
+
+/// Whether a stack word is a return address (see [`scan`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Verdict {
+    /// Preceded by a call that reaches the previous frame's function, or an
+    /// indirect call (unverifiable).
+    Yes,
+    /// A direct call to another function (genuine only after a tail call).
+    Maybe,
+    /// Not preceded by a call.
+    No,
+}
+
+fn called_from(table: &Table, ra: usize, range_start: usize, last_pc: usize) -> Verdict {
+    use crate::callsite::{call_before, plt_got, Call};
+    let avail = (ra - range_start).min(8);
+    // SAFETY: [ra - avail, ra) lies in the executable range holding ra.
+    let target = match unsafe { call_before(ra, avail) } {
+        Call::None => return Verdict::No,
+        Call::Indirect | Call::Got(_) => return Verdict::Yes,
+        Call::Direct(t) => t,
+    };
+    let Some(ht) = table.lookup(target) else {
+        return Verdict::No; // a call into no code: not an instruction
+    };
+    let Some(start) = table
+        .lookup(last_pc)
+        .and_then(|hp| hp.module.fdes.function_start(last_pc))
+    else {
+        return Verdict::Yes; // nothing to compare with
+    };
+    if target == start {
+        return Verdict::Yes;
+    }
+    if target + 11 <= ht.range_end {
+        // SAFETY: [target, target+11) is inside an executable range.
+        if let Some(slot) = unsafe { plt_got(target) } {
+            // SAFETY: a PLT stub's GOT slot is mapped (the stub jumps through it).
+            let dest = unsafe { (slot as *const usize).read_unaligned() };
+            return if dest == start
+                || table
+                    .lookup(dest)
+                    .is_some_and(|d| std::ptr::eq(d.module, ht.module))
+            {
+                Verdict::Yes // bound to our function, or not bound yet
+            } else {
+                Verdict::Maybe
+            };
+        }
+    }
+    Verdict::Maybe
 }
 
 /// DWARF unwinding of the current stack: the shim's own frames are skipped
