@@ -16,9 +16,69 @@
 //!   (the FDE initial locations, sorted: a binary search, no allocation).
 //!
 //! Indirect calls through a register or memory cannot be resolved and are
-//! accepted. Everything read is inside an executable range of a loaded
+//! accepted.
+//!
+//! Both answers are memoised in small lock-free direct-mapped tables ([`Memo`]:
+//! one atomic word per entry, tagged with a hash of the key and the module
+//! table's generation; a race costs a miss, never a wrong answer): the
+//! `.eh_frame_hdr` search and the instruction bytes are cold after each
+//! write syscall, the memo lines stay warm. Everything read is inside an executable range of a loaded
 //! module (checked by the caller's range bounds) or its mapped
 //! `.eh_frame_hdr`/GOT; nothing allocates, locks or makes a syscall.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Entries of each memo table (a power of two).
+const MEMO: usize = 4096;
+
+/// A direct-mapped memo of 32-bit answers keyed by two words and the module
+/// table's generation: an entry is `tag << 32 | answer`.
+pub struct Memo([AtomicU64; MEMO]);
+
+impl Memo {
+    /// An empty memo.
+    #[allow(clippy::declare_interior_mutable_const)]
+    pub const fn new() -> Memo {
+        const Z: AtomicU64 = AtomicU64::new(0);
+        Memo([Z; MEMO])
+    }
+
+    #[inline(always)]
+    fn hash(a: usize, b: usize, gen: u64) -> u64 {
+        let h = (a as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15)
+            ^ (b as u64).wrapping_mul(0xc2b2_ae3d_27d4_eb4f)
+            ^ gen.wrapping_mul(0x1656_67b1_9e37_79f9);
+        h ^ (h >> 29)
+    }
+
+    /// The answer remembered for `(a, b)`, if any.
+    #[inline(always)]
+    pub fn get(&self, a: usize, b: usize, gen: u64) -> Option<u32> {
+        let h = Self::hash(a, b, gen);
+        let e = self.0[h as usize & (MEMO - 1)].load(Ordering::Relaxed);
+        // Tag 0 marks an empty entry: real tags are forced non-zero.
+        (e >> 32 == (h >> 32) | 1).then_some(e as u32)
+    }
+
+    /// Remembers `v` for `(a, b)`.
+    #[inline(always)]
+    pub fn put(&self, a: usize, b: usize, gen: u64, v: u32) {
+        let h = Self::hash(a, b, gen);
+        self.0[h as usize & (MEMO - 1)].store(((h >> 32) | 1) << 32 | v as u64, Ordering::Relaxed);
+    }
+}
+
+impl Default for Memo {
+    fn default() -> Self {
+        Memo::new()
+    }
+}
+
+impl std::fmt::Debug for Memo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Memo")
+    }
+}
 
 /// A module's `.eh_frame_hdr` binary-search table (GNU ld's encoding:
 /// `DW_EH_PE_datarel | DW_EH_PE_sdata4` pairs, relative to the header).

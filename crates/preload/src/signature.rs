@@ -725,16 +725,35 @@ unsafe fn scan(
     k: usize,
     from: usize,
     limit: usize,
-    mut last_pc: usize,
+    last_pc: usize,
 ) {
     let mut a = from;
     let mut soft: Option<(usize, usize)> = None; // (address on stack, word)
+    let gen = table.gen;
+    // Function starts as `pc - start` (u32::MAX: unknown), memoised.
+    let fn_start = |pc: usize| {
+        let d = match STARTS.get(pc, 0, gen) {
+            Some(d) => d,
+            None => {
+                let d = table
+                    .lookup(pc)
+                    .and_then(|h| h.module.fdes.function_start(pc))
+                    .and_then(|st| u32::try_from(pc.wrapping_sub(st)).ok())
+                    .filter(|&d| d != u32::MAX)
+                    .unwrap_or(u32::MAX);
+                STARTS.put(pc, 0, gen, d);
+                d
+            }
+        };
+        (d != u32::MAX).then(|| pc - d as usize)
+    };
+    let mut start = fn_start(last_pc);
     while out.n < k {
         if a + 8 > limit {
             // Nothing better: take the tail-call candidate and go on above it.
             let Some((at, w)) = soft.take() else { break };
             push(table, out, w);
-            last_pc = w;
+            start = fn_start(w);
             a = at + 8;
             continue;
         }
@@ -750,17 +769,31 @@ unsafe fn scan(
             }
             break;
         }
-        match called_from(table, w, h.range_start, last_pc) {
-            Verdict::Yes => {
+        let key = start.unwrap_or(0);
+        let v = match VERDICTS.get(w, key, gen) {
+            Some(v) => v,
+            None => {
+                let v = called_from(table, w, h.range_start, start) as u32;
+                VERDICTS.put(w, key, gen, v);
+                v
+            }
+        };
+        match v {
+            YES => {
                 soft = None;
                 push(table, out, w);
-                last_pc = w;
+                start = fn_start(w);
             }
-            Verdict::Maybe if soft.is_none() => soft = Some((a - 8, w)),
+            MAYBE if soft.is_none() => soft = Some((a - 8, w)),
             _ => {}
         }
     }
 }
+
+static STARTS: crate::callsite::Memo = crate::callsite::Memo::new();
+static VERDICTS: crate::callsite::Memo = crate::callsite::Memo::new();
+const YES: u32 = Verdict::Yes as u32;
+const MAYBE: u32 = Verdict::Maybe as u32;
 
 /// Whether a stack word is a return address (see [`scan`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -774,7 +807,8 @@ enum Verdict {
     No,
 }
 
-fn called_from(table: &Table, ra: usize, range_start: usize, last_pc: usize) -> Verdict {
+/// `start`: the start of the function holding the previous frame's address.
+fn called_from(table: &Table, ra: usize, range_start: usize, start: Option<usize>) -> Verdict {
     use crate::callsite::{call_before, plt_got, Call};
     let avail = (ra - range_start).min(8);
     // SAFETY: [ra - avail, ra) lies in the executable range holding ra.
@@ -786,10 +820,7 @@ fn called_from(table: &Table, ra: usize, range_start: usize, last_pc: usize) -> 
     let Some(ht) = table.lookup(target) else {
         return Verdict::No; // a call into no code: not an instruction
     };
-    let Some(start) = table
-        .lookup(last_pc)
-        .and_then(|hp| hp.module.fdes.function_start(last_pc))
-    else {
+    let Some(start) = start else {
         return Verdict::Yes; // nothing to compare with
     };
     if target == start {
