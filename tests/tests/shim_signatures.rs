@@ -229,6 +229,12 @@ fn exact_dwarf_unwinding_agrees_with_the_frame_pointer_walk() {
         4
     );
     assert_eq!(run(&nofp_bin, "exact").0, exact, "stable");
+    // Without frame pointers, auto mode unwinds with the modules' CFI
+    // tables (cfi.rs): the same frames as libgcc's DWARF unwinder, reported
+    // as DWARF, with no scan.
+    let (auto, m) = run(&nofp_bin, "auto");
+    assert_eq!(auto, exact, "table-driven unwinding = DWARF reference");
+    assert_eq!(m, [wire::UnwindMethod::Dwarf as i32].into());
 }
 
 /// A signal handler's write has one signature wherever the signal landed

@@ -26,6 +26,7 @@ pub(crate) mod batch;
 #[doc(hidden)]
 pub mod bench_api;
 pub(crate) mod callsite;
+pub(crate) mod cfi;
 pub(crate) mod clock;
 pub(crate) mod config;
 pub(crate) mod events;

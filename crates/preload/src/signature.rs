@@ -702,11 +702,82 @@ unsafe fn walk(t: &Thread, table: &Table, record: *const usize, p: Params, out: 
         if out.n >= k || clean || p.unwind == Unwind::FramePointer {
             return;
         }
+        if p.unwind == Unwind::Auto {
+            // The chain broke: unwind from the start with the CFI rules
+            // (the frames so far come out the same where the chain was
+            // right), and scan only above the first frame without one.
+            out.n = 0;
+            out.skipped = false;
+            out.method = Method::Dwarf;
+            push(table, out, ret0);
+            // SAFETY: rec..rec+16 is inside the stack (checked above).
+            let rbp0 = unsafe { word(rec) };
+            // SAFETY: as above; cfi_walk reads only inside [rec, hi).
+            match unsafe { cfi_walk(table, out, k, rec + 16, rbp0, ret0, hi) } {
+                None => return,
+                Some((rsp, pc)) => {
+                    last_pc = pc;
+                    scan_from = rsp;
+                }
+            }
+            if out.n >= k {
+                return;
+            }
+        }
     }
     out.method = Method::StackScan;
     let limit = hi.min(scan_from.saturating_add(p.scan_words * 8));
     // SAFETY: scan_from..limit lies inside this thread's stack.
     unsafe { scan(table, out, k, scan_from, limit, last_pc) };
+}
+
+/// Unwinds with the modules' CFI rules ([`crate::cfi`]) from a frame at
+/// `pc` whose stack pointer is `rsp` and frame register `rbp`, pushing
+/// frames until `k`. `None`: done (k frames, the outermost frame, or the
+/// signal trampoline); `Some((rsp, pc))`: stopped at a frame without a rule
+/// (or with an implausible one): where a scan would go on.
+///
+/// # Safety
+/// `[rsp, hi)` must be this thread's stack.
+unsafe fn cfi_walk(
+    table: &Table,
+    out: &mut Captured,
+    k: usize,
+    mut rsp: usize,
+    mut rbp: usize,
+    mut pc: usize,
+    hi: usize,
+) -> Option<(usize, usize)> {
+    while out.n < k {
+        let Some(r) = crate::cfi::rule(table, pc) else {
+            return Some((rsp, pc));
+        };
+        let base = if r.cfa_rbp { rbp } else { rsp };
+        let cfa = base.wrapping_add(r.cfa_off as usize);
+        if cfa & 7 != 0 || cfa < rsp + 8 || cfa > hi {
+            return Some((rsp, pc));
+        }
+        // SAFETY: rsp <= cfa - 8 < cfa <= hi: inside the stack.
+        let ra = unsafe { word(cfa - 8) };
+        if let Some(o) = r.rbp_at {
+            let at = cfa.wrapping_add(o as isize as usize);
+            if at < rsp || at + 8 > hi {
+                return Some((rsp, pc));
+            }
+            // SAFETY: rsp <= at and at + 8 <= hi: inside the stack.
+            rbp = unsafe { word(at) };
+        }
+        rsp = cfa;
+        if ra == 0 {
+            return None; // the outermost frame
+        }
+        match push(table, out, ra) {
+            Step::Code => pc = ra,
+            Step::End => return None,
+            Step::NotCode => return Some((rsp, pc)),
+        }
+    }
+    None
 }
 
 /// The stack scan from `from` to `limit`, keeping only words that
