@@ -79,6 +79,10 @@ pub struct Captured {
     /// Whether frames of the shim itself were skipped (the result then
     /// depends on more stack than its frames show; never cached).
     skipped: bool,
+    /// Raw return addresses of a complete CFI walk (`cfi_n` of them, 0:
+    /// none), what the thread's last-path check compares.
+    cfi_raw: [usize; CACHED_FRAMES],
+    cfi_n: usize,
 }
 
 impl Captured {
@@ -88,6 +92,8 @@ impl Captured {
             signature: Signature(0),
             stream: 0,
             frames: [MaybeUninit::uninit(); MAX_FRAMES],
+            cfi_raw: [0; CACHED_FRAMES],
+            cfi_n: 0,
             n: 0,
             method: Method::FramePointer,
             cached: false,
@@ -317,6 +323,7 @@ pub unsafe fn capture_into(
     out.method = Method::FramePointer;
     out.cached = false;
     out.skipped = false;
+    out.cfi_n = 0;
     let k = p.frames.clamp(1, MAX_FRAMES);
     if p.unwind == Unwind::Exact {
         walk_exact(table, out, k);
@@ -352,6 +359,75 @@ pub unsafe fn capture_into(
     // SAFETY: forwarded caller contract.
     unsafe { walk(t, table, record, p, out) };
     finish(out);
+    if out.method == Method::Dwarf && !out.skipped && out.cfi_n == k && out.n == k {
+        let raw = Raw {
+            addrs: out.cfi_raw,
+            n: k,
+            hash: 0,
+        };
+        remember_path(t, table, &raw, out.signature.0, out.stream);
+        t.path_n.set(k as u32 | CFI_PATH);
+    }
+}
+
+/// `Thread::path_n` flag: the thread's last path came from a CFI walk
+/// (compare it with [`cfi_path_hit`], not the frame-pointer chain; the
+/// flag makes [`path_hit`] miss, as `n` then exceeds any `k`).
+const CFI_PATH: u32 = 0x80;
+
+/// [`path_hit`] for a path found by the CFI walk: unwinds with the memoised
+/// rules, comparing each return address with the thread's last path.
+///
+/// # Safety
+/// As [`capture`].
+#[inline(never)]
+unsafe fn cfi_path_hit(
+    t: &Thread,
+    table: &Table,
+    record: *const usize,
+    k: usize,
+) -> Option<(Signature, u32)> {
+    let n = t.path_n.get();
+    if n & CFI_PATH == 0 || (n & !CFI_PATH) as usize != k || k > PATH_FRAMES {
+        return None;
+    }
+    if t.path_table.get() != table as *const Table as usize {
+        return None;
+    }
+    let rec = record as usize;
+    let (lo, hi) = t.stack.get();
+    if rec < lo || rec & 7 != 0 || rec + 16 > hi {
+        return None;
+    }
+    // SAFETY: lo <= rec and rec+16 <= hi: inside the stack.
+    let (mut rbp, mut pc) = unsafe { (word(rec), word(rec + 8)) };
+    if pc != t.path[0].get() {
+        return None;
+    }
+    let mut rsp = rec + 16;
+    for i in 1..k {
+        let r = crate::cfi::rule(table, pc)?;
+        let cfa = if r.cfa_rbp { rbp } else { rsp }.wrapping_add(r.cfa_off as usize);
+        if cfa & 7 != 0 || cfa < rsp + 8 || cfa > hi {
+            return None;
+        }
+        // SAFETY: rsp <= cfa - 8 < cfa <= hi: inside the stack.
+        let ra = unsafe { word(cfa - 8) };
+        if let Some(o) = r.rbp_at {
+            let at = cfa.wrapping_add(o as isize as usize);
+            if at < rsp || at + 8 > hi {
+                return None;
+            }
+            // SAFETY: rsp <= at and at + 8 <= hi: inside the stack.
+            rbp = unsafe { word(at) };
+        }
+        if ra != t.path[i].get() {
+            return None;
+        }
+        rsp = cfa;
+        pc = ra;
+    }
+    Some((Signature(t.path_sig.get()), t.path_stream.get()))
 }
 
 /// The signature and stream of the call path behind `record` when it is
@@ -376,6 +452,12 @@ pub unsafe fn cached(
     // SAFETY: forwarded caller contract.
     if let Some(hit) = unsafe { path_hit(t, table, record, k) } {
         return Some(hit);
+    }
+    if p.unwind == Unwind::Auto {
+        // SAFETY: forwarded caller contract.
+        if let Some(hit) = unsafe { cfi_path_hit(t, table, record, k) } {
+            return Some(hit);
+        }
     }
     // SAFETY: forwarded caller contract.
     unsafe { cached_shared(t, table, record, k) }
@@ -710,6 +792,8 @@ unsafe fn walk(t: &Thread, table: &Table, record: *const usize, p: Params, out: 
             out.skipped = false;
             out.method = Method::Dwarf;
             push(table, out, ret0);
+            out.cfi_raw[0] = ret0;
+            out.cfi_n = 1;
             // SAFETY: rec..rec+16 is inside the stack (checked above).
             let rbp0 = unsafe { word(rec) };
             // SAFETY: as above; cfi_walk reads only inside [rec, hi).
@@ -772,7 +856,13 @@ unsafe fn cfi_walk(
             return None; // the outermost frame
         }
         match push(table, out, ra) {
-            Step::Code => pc = ra,
+            Step::Code => {
+                if out.cfi_n < CACHED_FRAMES {
+                    out.cfi_raw[out.cfi_n] = ra;
+                    out.cfi_n += 1;
+                }
+                pc = ra;
+            }
             Step::End => return None,
             Step::NotCode => return Some((rsp, pc)),
         }
