@@ -81,7 +81,7 @@ pub struct Captured {
     skipped: bool,
     /// Raw return addresses of a complete CFI walk (`cfi_n` of them, 0:
     /// none), what the thread's last-path check compares.
-    cfi_raw: [usize; CACHED_FRAMES],
+    cfi_raw: [MaybeUninit<usize>; CACHED_FRAMES],
     cfi_n: usize,
 }
 
@@ -92,7 +92,7 @@ impl Captured {
             signature: Signature(0),
             stream: 0,
             frames: [MaybeUninit::uninit(); MAX_FRAMES],
-            cfi_raw: [0; CACHED_FRAMES],
+            cfi_raw: [MaybeUninit::uninit(); CACHED_FRAMES],
             cfi_n: 0,
             n: 0,
             method: Method::FramePointer,
@@ -360,8 +360,13 @@ pub unsafe fn capture_into(
     unsafe { walk(t, table, record, p, out) };
     finish(out);
     if out.method == Method::Dwarf && !out.skipped && out.cfi_n == k && out.n == k {
+        let mut addrs = [0; CACHED_FRAMES];
+        for (d, s) in addrs.iter_mut().zip(&out.cfi_raw[..k]) {
+            // SAFETY: the first cfi_n (= k) entries were written by the walk.
+            *d = unsafe { s.assume_init() };
+        }
         let raw = Raw {
-            addrs: out.cfi_raw,
+            addrs,
             n: k,
             hash: 0,
         };
@@ -453,12 +458,6 @@ pub unsafe fn cached(
     if let Some(hit) = unsafe { path_hit(t, table, record, k) } {
         return Some(hit);
     }
-    if p.unwind == Unwind::Auto {
-        // SAFETY: forwarded caller contract.
-        if let Some(hit) = unsafe { cfi_path_hit(t, table, record, k) } {
-            return Some(hit);
-        }
-    }
     // SAFETY: forwarded caller contract.
     unsafe { cached_shared(t, table, record, k) }
 }
@@ -475,6 +474,12 @@ unsafe fn cached_shared(
     record: *const usize,
     k: usize,
 ) -> Option<(Signature, u32)> {
+    // A path found by the CFI walk (code without frame pointers; only auto
+    // mode records such paths, see `capture_into`).
+    // SAFETY: forwarded caller contract.
+    if let Some(hit) = unsafe { cfi_path_hit(t, table, record, k) } {
+        return Some(hit);
+    }
     let mut raw = Raw {
         addrs: [0; CACHED_FRAMES],
         n: 0,
@@ -792,7 +797,7 @@ unsafe fn walk(t: &Thread, table: &Table, record: *const usize, p: Params, out: 
             out.skipped = false;
             out.method = Method::Dwarf;
             push(table, out, ret0);
-            out.cfi_raw[0] = ret0;
+            out.cfi_raw[0] = MaybeUninit::new(ret0);
             out.cfi_n = 1;
             // SAFETY: rec..rec+16 is inside the stack (checked above).
             let rbp0 = unsafe { word(rec) };
@@ -858,7 +863,7 @@ unsafe fn cfi_walk(
         match push(table, out, ra) {
             Step::Code => {
                 if out.cfi_n < CACHED_FRAMES {
-                    out.cfi_raw[out.cfi_n] = ra;
+                    out.cfi_raw[out.cfi_n] = MaybeUninit::new(ra);
                     out.cfi_n += 1;
                 }
                 pc = ra;
