@@ -29,6 +29,7 @@ pub(crate) mod callsite;
 pub(crate) mod cfi;
 pub(crate) mod clock;
 pub(crate) mod config;
+pub(crate) mod ehhdr;
 pub(crate) mod events;
 pub(crate) mod files;
 pub(crate) mod hint;
