@@ -229,4 +229,44 @@ fn exact_dwarf_unwinding_agrees_with_the_frame_pointer_walk() {
         4
     );
     assert_eq!(run(&nofp_bin, "exact").0, exact, "stable");
+    // Without frame pointers, auto mode unwinds with the modules' CFI
+    // tables (cfi.rs): the same frames as libgcc's DWARF unwinder, reported
+    // as DWARF, with no scan.
+    let (auto, m) = run(&nofp_bin, "auto");
+    assert_eq!(auto, exact, "table-driven unwinding = DWARF reference");
+    assert_eq!(m, [wire::UnwindMethod::Dwarf as i32].into());
+}
+
+/// A signal handler's write has one signature wherever the signal landed
+/// (stale words below the signal frame differ each time), in a program
+/// built with Debian's default flags (no frame pointers); no frame of any
+/// signature is at offset 0 of a module (the vdso's ELF header is not code).
+#[test]
+fn a_signal_handlers_write_has_one_signature_wherever_the_signal_lands() {
+    for flags in [NO_FP, FP] {
+        let bin = program("shim_sighandler", flags);
+        let work = tempfile::tempdir().unwrap();
+        let rec = tempfile::tempdir().unwrap();
+        let out = Run::record(rec.path()).stdout(&bin, &[work.path().to_str().unwrap(), "200"]);
+        assert_eq!(out, "ok 1\n");
+        let t = only_trace(rec.path());
+        let sigs: std::collections::BTreeSet<u64> = writes_to(&t, &work.path().join("handler"))
+            .iter()
+            .map(|w| w.signature)
+            .collect();
+        assert_eq!(sigs.len(), 1, "{flags:?}: handler writes: {sigs:x?}");
+        // The main loop's two write sites: two signatures, whatever the
+        // recursion before them left on the stack.
+        let main: std::collections::BTreeSet<u64> = writes_to(&t, &work.path().join("main"))
+            .iter()
+            .map(|w| w.signature)
+            .collect();
+        assert_eq!(main.len(), 2, "{flags:?}: main-loop writes: {main:x?}");
+        for (sig, info) in t.signatures() {
+            assert!(
+                info.frames.iter().all(|f| f.offset != 0),
+                "{flags:?}: {sig:x} has a frame at offset 0: {info:?}"
+            );
+        }
+    }
 }

@@ -126,6 +126,22 @@ pub fn part_files(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
     Ok(v)
 }
 
+/// Events the shims could not append to their trace files: the sizes of
+/// the `<part>.lost` markers they leave beside them (a sparse file's size is
+/// the count, so it can be written on a full file system). Also the markers.
+fn lost_events(dir: &Path) -> (u64, Vec<PathBuf>) {
+    let mut n = 0;
+    let mut files = Vec::new();
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = e.path();
+        if p.extension().is_some_and(|x| x == "lost") && p.is_file() {
+            n += e.metadata().map_or(0, |m| m.len());
+            files.push(p);
+        }
+    }
+    (n, files)
+}
+
 /// Human one-paragraph summary of a merge.
 pub fn describe(s: &merge::MergeSummary, trace: &Path) -> String {
     let mut t = format!(
@@ -190,6 +206,14 @@ pub fn run(args: RecordArgs) -> anyhow::Result<ExitCode> {
     }
     std::fs::create_dir_all(&parts_dir)
         .with_context(|| format!("creating {}", parts_dir.display()))?;
+    // Processes that switch user (runuser, servers dropping root) create
+    // their own trace files: the parts directory is world-writable and
+    // sticky, like /tmp (its parents must let them through).
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&parts_dir, std::fs::Permissions::from_mode(0o1777))
+            .with_context(|| format!("opening {} to every user", parts_dir.display()))?;
+    }
 
     let mut env = args.shim.env()?;
     env.push((
@@ -258,17 +282,26 @@ pub fn run(args: RecordArgs) -> anyhow::Result<ExitCode> {
     summary.merge_ms = t0.elapsed().as_millis() as u64;
     std::fs::rename(&tmp, &trace)
         .with_context(|| format!("renaming {} to {}", tmp.display(), trace.display()))?;
-    let json = serde_json::to_string_pretty(&summary)?;
+    let (lost, lost_files) = lost_events(&parts_dir);
+    let mut json = serde_json::to_value(&summary)?;
+    json["lost_events"] = lost.into();
+    let json = serde_json::to_string_pretty(&json)?;
     std::fs::write(out.join(SUMMARY_FILE), json + "\n")
         .with_context(|| format!("writing {}", out.join(SUMMARY_FILE).display()))?;
     if !args.keep_parts {
-        for p in &parts {
+        for p in parts.iter().chain(&lost_files) {
             std::fs::remove_file(p).with_context(|| format!("removing {}", p.display()))?;
         }
         // Left in place if something else put files there.
         let _ = std::fs::remove_dir(&parts_dir);
     }
     eprintln!("{}", describe(&summary, &trace));
+    if lost > 0 {
+        eprintln!(
+            "  {lost} event(s) could not be appended to the per-process files \
+             (record directory full or not writable): the trace lacks them"
+        );
+    }
     if parts.is_empty() {
         eprintln!(
             "pcstreamctl record: warning: no per-process trace was written: the command may be \

@@ -264,7 +264,7 @@ fn claim(tid: u32) -> u32 {
 }
 
 /// Takes this thread's slot (claiming one on first use); `None` when the
-/// pool is full or the slot is being flushed by another thread.
+/// pool is full (or another thread's sweep of it never ends).
 #[inline(always)]
 fn acquire(t: &Thread) -> Option<Held> {
     let mut idx = t.slot.get();
@@ -273,10 +273,46 @@ fn acquire(t: &Thread) -> Option<Held> {
         t.slot.set(idx);
     }
     let slot = POOL.get(idx.wrapping_sub(1) as usize)?;
-    slot.state
+    if slot
+        .state
         .compare_exchange(IDLE, BUSY, Ordering::Acquire, Ordering::Relaxed)
-        .ok()?;
-    Some(Held { slot })
+        .is_ok()
+    {
+        return Some(Held { slot });
+    }
+    acquire_contended(slot)
+}
+
+/// Spins (then yields) before giving up on a slot another thread holds.
+const SWEEP_WAIT: u32 = 1 << 14;
+
+/// [`acquire`] when the thread's own slot is not idle: another thread is
+/// sweeping it (checking its age or flushing it, a bounded piece of work),
+/// so wait for it rather than drop the event. Bounded (a sweeper that was
+/// stopped mid-flush, e.g. by `SIGSTOP`, costs at most [`SWEEP_WAIT`]
+/// `sched_yield`s, then the event is dropped and counted). Not a lock: no
+/// thread ever waits for one that waits for it (the sweeper only takes idle
+/// slots and never waits), and async-signal-safe (atomics and a syscall).
+#[cold]
+#[inline(never)]
+fn acquire_contended(slot: &'static Slot) -> Option<Held> {
+    for i in 0..SWEEP_WAIT {
+        match slot
+            .state
+            .compare_exchange(IDLE, BUSY, Ordering::Acquire, Ordering::Relaxed)
+        {
+            Ok(_) => return Some(Held { slot }),
+            Err(SWEEP) if i < 64 => std::hint::spin_loop(),
+            // SAFETY: sched_yield has no preconditions.
+            Err(SWEEP) => unsafe {
+                libc::sched_yield();
+            },
+            // BUSY: this thread holds it itself (a signal handler under a
+            // held slot cannot get here: the guard stops it first).
+            Err(_) => return None,
+        }
+    }
+    None
 }
 
 /// Tries to take any slot (idle) for a flush by another thread.

@@ -25,7 +25,7 @@
 use crate::events::WriteCall;
 use crate::real::{self, Real};
 use crate::state::{self, Guard};
-use crate::{files, record, track};
+use crate::{files, track};
 use libc::{c_char, c_int, c_uint, c_void, iovec, mode_t, off_t, size_t, ssize_t, FILE};
 use pcstream_placement::hint::F_SET_RW_HINT;
 
@@ -1571,11 +1571,6 @@ unsafe extern "C" fn close_impl(
         // SAFETY: forwarding the application's arguments unchanged.
         return unsafe { real(fd) };
     };
-    if record::is_ours(fd) {
-        // Without the shim this descriptor would not exist.
-        set_errno(libc::EBADF);
-        return -1;
-    }
     // SAFETY: as above.
     let r = g.call(|| unsafe { real(fd) });
     g.observe(|| {
@@ -1600,36 +1595,8 @@ unsafe extern "C" fn close_range_impl(
         // SAFETY: forwarding the application's arguments unchanged.
         return unsafe { real(first, last, flags) };
     };
-    // Keep the shim's own descriptors: close the sub-ranges around them.
-    let mut ours: [c_uint; 2] = [c_uint::MAX; 2];
-    let mut n = 0;
-    for fd in record::our_fds() {
-        if fd >= 0 && (first..=last).contains(&(fd as c_uint)) {
-            ours[n] = fd as c_uint;
-            n += 1;
-        }
-    }
-    let ours = &mut ours[..n];
-    ours.sort_unstable();
-    let r = g.call(|| {
-        let mut lo = first;
-        for &o in ours.iter() {
-            if o > lo {
-                // SAFETY: forwarding a sub-range of the application's range.
-                let r = unsafe { real(lo, o - 1, flags) };
-                if r != 0 {
-                    return r;
-                }
-            }
-            lo = o + 1;
-        }
-        if n == 0 || lo <= last {
-            // SAFETY: as above.
-            unsafe { real(lo, last, flags) }
-        } else {
-            0
-        }
-    });
+    // SAFETY: forwarding the application's arguments unchanged.
+    let r = g.call(|| unsafe { real(first, last, flags) });
     if r == 0 && flags & libc::CLOSE_RANGE_CLOEXEC as c_int == 0 {
         g.observe(|| {
             let hi = last.min(files::FDS as c_uint);
@@ -1649,10 +1616,6 @@ unsafe extern "C" fn dup_impl(fd: c_int, _: usize, _: usize, _: usize, _: usize,
         // SAFETY: forwarding the application's arguments unchanged.
         return unsafe { real(fd) };
     };
-    if record::is_ours(fd) {
-        set_errno(libc::EBADF);
-        return -1;
-    }
     // SAFETY: as above.
     let r = g.call(|| unsafe { real(fd) });
     if r >= 0 {
@@ -1679,11 +1642,6 @@ unsafe extern "C" fn dup2_impl(
         // SAFETY: forwarding the application's arguments unchanged.
         return unsafe { real(old, new) };
     };
-    if record::is_ours(old) {
-        set_errno(libc::EBADF);
-        return -1;
-    }
-    g.observe(|| record::evacuate(new));
     // SAFETY: as above.
     let r = g.call(|| unsafe { real(old, new) });
     if r >= 0 && old != new {
@@ -1710,11 +1668,6 @@ unsafe extern "C" fn dup3_impl(
         // SAFETY: forwarding the application's arguments unchanged.
         return unsafe { real(old, new, fl) };
     };
-    if record::is_ours(old) {
-        set_errno(libc::EBADF);
-        return -1;
-    }
-    g.observe(|| record::evacuate(new));
     // SAFETY: as above.
     let r = g.call(|| unsafe { real(old, new, fl) });
     if r >= 0 {

@@ -32,6 +32,8 @@ pub struct Module {
     pub sent: AtomicBool,
     /// Whether this is libpcstream.so itself (its frames are skipped).
     pub own: bool,
+    /// Function starts from its `.eh_frame_hdr` (scan validation).
+    pub fdes: crate::ehhdr::FdeTable,
 }
 
 /// An executable address range of a module.
@@ -61,6 +63,8 @@ pub struct Hit<'a> {
     pub module: &'a Module,
     /// Address − load bias.
     pub offset: u64,
+    /// Start of the executable range holding the address.
+    pub range_start: usize,
     /// End of the executable range holding the address.
     pub range_end: usize,
 }
@@ -82,6 +86,7 @@ impl Table {
         Some(Hit {
             module,
             offset: (addr - module.base) as u64,
+            range_start: r.start,
             range_end: r.end,
         })
     }
@@ -226,9 +231,14 @@ unsafe extern "C" fn collect_one(
     let base = info.dlpi_addr as usize;
     let mut own = false;
     let mut any = false;
+    let mut fdes = crate::ehhdr::FdeTable::default();
     for i in 0..info.dlpi_phnum as usize {
         // SAFETY: dlpi_phdr points to dlpi_phnum program headers.
         let ph = unsafe { &*info.dlpi_phdr.add(i) };
+        if ph.p_type == libc::PT_GNU_EH_FRAME && ph.p_memsz >= 12 {
+            // SAFETY: PT_GNU_EH_FRAME is the mapped .eh_frame_hdr of this object.
+            fdes = unsafe { crate::ehhdr::FdeTable::parse(base + ph.p_vaddr as usize) };
+        }
         if ph.p_type == libc::PT_LOAD && ph.p_flags & libc::PF_X != 0 {
             let start = base + ph.p_vaddr as usize;
             let end = start + ph.p_memsz as usize;
@@ -250,6 +260,7 @@ unsafe extern "C" fn collect_one(
             size,
             sent: AtomicBool::new(false),
             own,
+            fdes,
         });
     }
     0

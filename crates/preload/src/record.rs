@@ -1,27 +1,97 @@
 //! Where batches go: the per-process trace file (record mode) and the
 //! daemon's datagram socket.
 //!
-//! Both descriptors are moved to high numbers (≥ [`HIGH_FD`] when possible)
-//! with `O_CLOEXEC`, so the application's descriptor numbers are the same as
-//! without the shim. Every trace record is one `writev` on an `O_APPEND`
-//! file; every datagram one `sendmsg` with `MSG_DONTWAIT` (a full or absent
-//! daemon drops the batch and counts its events). See `docs/shim.md`.
+//! The shim holds **no descriptor between flushes**: every trace record is
+//! appended by opening the trace file (`O_APPEND`), one `writev`, and
+//! closing it; every datagram goes out through a socket created for that
+//! send (`sendto` with `MSG_DONTWAIT`, then closed). So an application that
+//! closes descriptors it does not know (`closefrom`, `close_range`, a close
+//! loop), duplicates onto a number (`F_DUPFD`, `dup2`), or probes one
+//! (`fcntl`, `write`, `lseek`) sees exactly what it would see without the
+//! shim, and no trace byte can land in a file the application opened later
+//! on a number the shim once held. The flush path uses raw syscalls (not
+//! libc's cancellation points, not our own interposed entry points). Cost:
+//! three syscalls more per 16 KiB batch (`docs/shim.md`, "Descriptors").
+//!
+//! A record is written whole or not at all: an append that the file system
+//! accepts only in part (`ENOSPC`, `EFBIG`) is cut back to where it began,
+//! and its events are counted as dropped, like a failed datagram. The
+//! events a process failed to append are also counted in a marker beside its
+//! trace, `<trace>.lost`, whose file *size* is that count (no data block: it
+//! can be written on a full file system), so the recorder reports losses
+//! even when the trace's tail (with its EXIT) is what was lost.
 
 use crate::events::{self, Enc};
-use crate::real;
-use libc::{c_int, c_void, iovec};
+use libc::{c_int, c_long, c_void, iovec};
+use std::cell::UnsafeCell;
 use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
-use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, Ordering};
-use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 
-/// Lowest descriptor number the shim's own descriptors are moved to.
-pub const HIGH_FD: c_int = 1000;
+/// Longest trace-file or socket path the shim keeps (with its NUL).
+const PATH_CAP: usize = 4096;
 
-static RECORD_FD: AtomicI32 = AtomicI32::new(-1);
-static SOCK_FD: AtomicI32 = AtomicI32::new(-1);
-static SOCK_ADDR: OnceLock<(libc::sockaddr_un, libc::socklen_t)> = OnceLock::new();
+/// A NUL-terminated path set while single-threaded (init, fork child) and
+/// read by flushes after its `on` flag is seen set (release/acquire).
+struct PathSlot {
+    on: AtomicBool,
+    bytes: UnsafeCell<[u8; PATH_CAP]>,
+}
+
+// SAFETY: `bytes` is written only while `on` is false and no flush can read
+// it (constructor before the shim is active, a fork child's single thread),
+// and read only after an acquire load of `on` saw true.
+unsafe impl Sync for PathSlot {}
+
+impl PathSlot {
+    const fn new() -> Self {
+        PathSlot {
+            on: AtomicBool::new(false),
+            bytes: UnsafeCell::new([0; PATH_CAP]),
+        }
+    }
+
+    /// Stores `p` (without NUL) and turns the slot on; false if too long.
+    fn set(&self, p: &[u8]) -> bool {
+        self.on.store(false, Ordering::Release);
+        if p.len() >= PATH_CAP || p.contains(&0) {
+            return false;
+        }
+        // SAFETY: see the Sync impl: no reader while `on` is false.
+        let b = unsafe { &mut *self.bytes.get() };
+        b[..p.len()].copy_from_slice(p);
+        b[p.len()] = 0;
+        self.on.store(true, Ordering::Release);
+        true
+    }
+
+    fn off(&self) {
+        self.on.store(false, Ordering::Release);
+    }
+
+    fn is_on(&self) -> bool {
+        self.on.load(Ordering::Relaxed)
+    }
+
+    /// The NUL-terminated path, when on.
+    fn get(&self) -> Option<&[u8; PATH_CAP]> {
+        if self.on.load(Ordering::Acquire) {
+            // SAFETY: see the Sync impl.
+            Some(unsafe { &*self.bytes.get() })
+        } else {
+            None
+        }
+    }
+}
+
+static TRACE_PATH: PathSlot = PathSlot::new();
+/// `<trace>.lost`: its *size* is the number of events this process could not
+/// append to its trace (a sparse file: no data block, so it can be created
+/// and grown on a full file system, given an inode).
+static LOST_PATH: PathSlot = PathSlot::new();
+static RECORD_LOST: AtomicU64 = AtomicU64::new(0);
+static SOCK_PATH: PathSlot = PathSlot::new();
 static PID: AtomicU32 = AtomicU32::new(0);
 static SEQ: AtomicU64 = AtomicU64::new(0);
 
@@ -38,100 +108,149 @@ pub fn set_pid(p: u32) {
 
 /// Whether any sink is active (events are worth producing).
 pub fn active() -> bool {
-    RECORD_FD.load(Ordering::Relaxed) >= 0 || SOCK_FD.load(Ordering::Relaxed) >= 0
+    TRACE_PATH.is_on() || SOCK_PATH.is_on()
 }
 
-/// The shim's own descriptors (-1 for none).
-pub fn our_fds() -> [c_int; 2] {
-    [
-        RECORD_FD.load(Ordering::Relaxed),
-        SOCK_FD.load(Ordering::Relaxed),
-    ]
-}
-
-/// Whether `fd` is one of the shim's own descriptors.
-pub fn is_ours(fd: c_int) -> bool {
-    fd >= 0 && (fd == RECORD_FD.load(Ordering::Relaxed) || fd == SOCK_FD.load(Ordering::Relaxed))
-}
-
-fn fcntl_int(fd: c_int, cmd: c_int, arg: c_int) -> c_int {
-    match real::FCNTL.get() {
-        // SAFETY: F_DUPFD_CLOEXEC with an int argument.
-        Some(f) => unsafe { f(fd, cmd, arg) },
-        None => -1,
+/// A raw syscall's result as `Result` (errno on failure), never through
+/// libc's wrappers (no cancellation point, no interposed symbol).
+fn sys(r: c_long) -> Result<c_long, c_int> {
+    if r < 0 {
+        Err(std::io::Error::last_os_error()
+            .raw_os_error()
+            .unwrap_or(libc::EIO))
+    } else {
+        Ok(r)
     }
 }
 
-fn close_fd(fd: c_int) {
-    if let Some(f) = real::CLOSE.get() {
-        // SAFETY: closes a descriptor the shim owns.
-        unsafe { f(fd) };
-    }
+fn sys_close(fd: c_int) {
+    // SAFETY: closes a descriptor this module opened a moment ago.
+    unsafe { libc::syscall(libc::SYS_close, fd) };
 }
 
-/// Moves a descriptor to a high number (close-on-exec); returns the new one.
-fn to_high(fd: c_int) -> c_int {
-    let n = fcntl_int(fd, libc::F_DUPFD_CLOEXEC, HIGH_FD);
-    if n < 0 {
-        return fd;
-    }
-    close_fd(fd);
-    n
+/// `openat(AT_FDCWD, path, flags, mode)` as a raw syscall.
+fn sys_open(path: &[u8; PATH_CAP], flags: c_int, mode: libc::mode_t) -> Result<c_int, c_int> {
+    // SAFETY: `path` is NUL-terminated (PathSlot::set / the caller).
+    sys(unsafe { libc::syscall(libc::SYS_openat, libc::AT_FDCWD, path.as_ptr(), flags, mode) })
+        .map(|fd| fd as c_int)
 }
 
-/// The application is about to reuse `fd` (as the target of `dup2`/`dup3`):
-/// if it is one of ours, move ours elsewhere first.
-pub fn evacuate(fd: c_int) {
-    if !is_ours(fd) {
-        return;
-    }
-    // SAFETY: getpid has no preconditions.
-    if unsafe { libc::getpid() } as u32 != pid() {
-        // A vfork child shares our memory but not our descriptor table:
-        // moving "our" descriptor here would repoint the parent's trace at
-        // a descriptor the parent does not have. Let the child have it.
-        return;
-    }
-    for slot in [&RECORD_FD, &SOCK_FD] {
-        if fd >= 0 && slot.load(Ordering::Relaxed) == fd {
-            let n = fcntl_int(fd, libc::F_DUPFD_CLOEXEC, fd + 1);
-            if n >= 0 {
-                slot.store(n, Ordering::Relaxed);
-                close_fd(fd);
-            } else {
-                slot.store(-1, Ordering::Relaxed);
-            }
+/// Appends `iov` to the file at `path` as one record: whole, or not at all
+/// (a partial append is truncated away). Returns whether it was written.
+fn append_whole(path: &[u8; PATH_CAP], iov: &[iovec]) -> bool {
+    let total: usize = iov.iter().map(|v| v.iov_len).sum();
+    let Ok(fd) = sys_open(path, libc::O_WRONLY | libc::O_APPEND | libc::O_CLOEXEC, 0) else {
+        return false;
+    };
+    let mut r = Err(libc::EINTR);
+    for _ in 0..3 {
+        // SAFETY: iov points to live buffers; fd is the trace file just opened.
+        r = sys(unsafe { libc::syscall(libc::SYS_writev, fd, iov.as_ptr(), iov.len() as c_int) });
+        if r != Err(libc::EINTR) {
+            break;
         }
     }
+    let ok = match r {
+        Ok(n) if n as usize == total => true,
+        Ok(n) if n > 0 => {
+            // Cut the torn record off, unless someone appended after it
+            // (another thread's flush: its own append failed the same way).
+            // SAFETY: plain lseek/fstat/ftruncate on our descriptor.
+            unsafe {
+                let end = libc::syscall(libc::SYS_lseek, fd, 0 as libc::off_t, libc::SEEK_CUR);
+                let mut st: libc::stat = std::mem::zeroed();
+                if end >= n
+                    && libc::syscall(libc::SYS_fstat, fd, &mut st) == 0
+                    && st.st_size == end as libc::off_t
+                {
+                    libc::syscall(libc::SYS_ftruncate, fd, end - n);
+                }
+            }
+            false
+        }
+        _ => false,
+    };
+    sys_close(fd);
+    ok
 }
 
-/// Opens the daemon socket if `path` exists (init only).
+/// Counts `n` events that did not reach the trace file in its marker.
+fn note_lost(n: u64) {
+    let total = RECORD_LOST.fetch_add(n, Ordering::Relaxed) + n;
+    let Some(path) = LOST_PATH.get() else {
+        return;
+    };
+    let Ok(fd) = sys_open(
+        path,
+        libc::O_WRONLY | libc::O_CREAT | libc::O_CLOEXEC,
+        0o644,
+    ) else {
+        return;
+    };
+    // SAFETY: plain fstat/ftruncate on the descriptor just opened.
+    unsafe {
+        let mut st: libc::stat = std::mem::zeroed();
+        if libc::syscall(libc::SYS_fstat, fd, &mut st) == 0 && (st.st_size as u64) < total {
+            libc::syscall(libc::SYS_ftruncate, fd, total as libc::off_t);
+        }
+    }
+    sys_close(fd);
+}
+
+/// Uses the daemon socket at `path` if it exists (init only).
 pub fn open_socket(path: &Path) -> bool {
     let bytes = path.as_os_str().as_bytes();
     // SAFETY: sockaddr_un is plain data; zero is a valid value.
-    let mut addr: libc::sockaddr_un = unsafe { std::mem::zeroed() };
+    let addr: libc::sockaddr_un = unsafe { std::mem::zeroed() };
     if bytes.len() >= addr.sun_path.len() || !path.exists() {
         return false;
     }
+    SOCK_PATH.set(bytes)
+}
+
+/// Sends one datagram to the daemon through a socket made for it.
+fn send_datagram(path: &[u8; PATH_CAP], iov: &[iovec]) -> bool {
+    // SAFETY: sockaddr_un is plain data; zero is a valid value.
+    let mut addr: libc::sockaddr_un = unsafe { std::mem::zeroed() };
     addr.sun_family = libc::AF_UNIX as libc::sa_family_t;
-    for (d, s) in addr.sun_path.iter_mut().zip(bytes) {
+    let n = path
+        .iter()
+        .position(|&b| b == 0)
+        .unwrap_or(0)
+        .min(addr.sun_path.len() - 1);
+    for (d, s) in addr.sun_path.iter_mut().zip(&path[..n]) {
         *d = *s as libc::c_char;
     }
-    let len = (std::mem::size_of::<libc::sa_family_t>() + bytes.len() + 1) as libc::socklen_t;
+    let alen = (std::mem::size_of::<libc::sa_family_t>() + n + 1) as libc::socklen_t;
     // SAFETY: plain socket(2) call.
-    let fd = unsafe {
-        libc::socket(
+    let Ok(fd) = sys(unsafe {
+        libc::syscall(
+            libc::SYS_socket,
             libc::AF_UNIX,
-            libc::SOCK_DGRAM | libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK,
+            libc::SOCK_DGRAM | libc::SOCK_CLOEXEC,
             0,
         )
-    };
-    if fd < 0 {
+    }) else {
         return false;
-    }
-    let _ = SOCK_ADDR.set((addr, len));
-    SOCK_FD.store(to_high(fd), Ordering::Relaxed);
-    true
+    };
+    let total: usize = iov.iter().map(|v| v.iov_len).sum();
+    // SAFETY: msghdr is plain data; zero is valid.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_name = &mut addr as *mut libc::sockaddr_un as *mut c_void;
+    msg.msg_namelen = alen;
+    msg.msg_iov = iov.as_ptr() as *mut iovec;
+    msg.msg_iovlen = iov.len();
+    // SAFETY: msg points to live buffers for the duration of the call.
+    let r = sys(unsafe {
+        libc::syscall(
+            libc::SYS_sendmsg,
+            fd,
+            &msg,
+            libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL,
+        )
+    });
+    sys_close(fd as c_int);
+    r == Ok(total as c_long)
 }
 
 /// What the trace header says about this process.
@@ -145,34 +264,45 @@ pub struct HeaderInfo<'a> {
     pub command: &'a [Vec<u8>],
 }
 
-/// Creates this process's trace file in `dir` and writes the magic and the
-/// header record. Replaces (closes) a previous trace descriptor, e.g. the
-/// one a fork child inherited. Returns the path, or an error message.
+/// Creates this process's trace file in `dir` with the magic and the header
+/// record, and makes it where later batches go (a fork child's replaces the
+/// parent's). On failure, recording is off for this process and the error
+/// message is returned.
 pub fn open_trace(dir: &Path, h: &HeaderInfo<'_>) -> Result<std::path::PathBuf, String> {
-    let old = RECORD_FD.swap(-1, Ordering::Relaxed);
-    if old >= 0 {
-        close_fd(old);
-    }
+    TRACE_PATH.off();
+    LOST_PATH.off();
+    RECORD_LOST.store(0, Ordering::Relaxed);
     let _ = std::fs::create_dir_all(dir);
     let path = dir.join(format!("{}-{}.pcstrace", pid(), h.start_mono_ns));
     let c = CString::new(path.as_os_str().as_bytes()).map_err(|e| e.to_string())?;
-    let open = real::OPEN.get().ok_or("no open in libc")?;
-    // SAFETY: NUL-terminated path, standard flags, mode for O_CREAT.
-    let fd = unsafe {
-        open(
-            c.as_ptr(),
-            libc::O_WRONLY | libc::O_CREAT | libc::O_APPEND | libc::O_CLOEXEC,
-            0o644 as libc::c_uint,
-        )
-    };
-    if fd < 0 {
-        return Err(format!(
+    let cb = c.as_bytes_with_nul();
+    if cb.len() > PATH_CAP {
+        return Err(format!("{}: path too long", path.display()));
+    }
+    let mut buf = [0u8; PATH_CAP];
+    buf[..cb.len()].copy_from_slice(cb);
+    let fd = sys_open(
+        &buf,
+        libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_CLOEXEC,
+        0o644,
+    )
+    .map_err(|e| {
+        format!(
             "{}: {}",
             path.display(),
-            std::io::Error::last_os_error()
-        ));
+            std::io::Error::from_raw_os_error(e)
+        )
+    })?;
+    // In a shared record directory (world-writable and sticky, as
+    // `pcstreamctl record` makes it) a process that switches user later (a
+    // fork child of runuser before its exec, a server dropping root) must
+    // still append to the file it created: let every user write it.
+    use std::os::unix::fs::PermissionsExt;
+    if std::fs::metadata(dir).is_ok_and(|m| m.permissions().mode() & 0o1002 == 0o1002) {
+        // SAFETY: plain fchmod on the descriptor just created.
+        unsafe { libc::syscall(libc::SYS_fchmod, fd, 0o666 as libc::mode_t) };
     }
-    let fd = to_high(fd);
+    sys_close(fd);
     // TraceRecord { header: TraceHeader { .. } }
     let mut hdr = vec![0u8; 64 + h.command.iter().map(|a| a.len() + 12).sum::<usize>()];
     let mut e = Enc::new(&mut hdr);
@@ -197,19 +327,24 @@ pub fn open_trace(dir: &Path, h: &HeaderInfo<'_>) -> Result<std::path::PathBuf, 
     f.varint(rlen as u64);
     f.raw(&rec[..rlen]);
     let bytes = f.bytes().to_vec();
-    let w = real::WRITE.get().ok_or("no write in libc")?;
-    // SAFETY: writes our own buffer to our own descriptor.
-    let n = unsafe { w(fd, bytes.as_ptr() as *const c_void, bytes.len()) };
-    if n != bytes.len() as isize {
-        close_fd(fd);
-        return Err(format!("{}: short write of the header", path.display()));
+    let iov = [iovec {
+        iov_base: bytes.as_ptr() as *mut c_void,
+        iov_len: bytes.len(),
+    }];
+    if !append_whole(&buf, &iov) {
+        let _ = std::fs::remove_file(&path);
+        return Err(format!("{}: cannot write the header", path.display()));
     }
-    RECORD_FD.store(fd, Ordering::Relaxed);
+    let mut lost = cb[..cb.len() - 1].to_vec();
+    lost.extend_from_slice(b".lost");
+    LOST_PATH.set(&lost);
+    TRACE_PATH.set(&cb[..cb.len() - 1]);
     Ok(path)
 }
 
 /// Sends/records one batch of already-encoded `Event` fields (`events` holds
-/// `count` length-prefixed field-3 entries of an `EventBatch`).
+/// `count` length-prefixed field-3 entries of an `EventBatch`). A batch that
+/// reaches neither sink it was meant for counts its events as dropped.
 pub fn emit_batch(events: &[u8], count: u32) {
     // EventBatch header fields: pid (1), seq (2).
     let seq = SEQ.fetch_add(1, Ordering::Relaxed);
@@ -220,9 +355,9 @@ pub fn emit_batch(events: &[u8], count: u32) {
     h.uint(2, seq);
     let hlen = h.bytes().len();
     let batch_len = hlen + events.len();
+    let mut lost = false;
 
-    let sock = SOCK_FD.load(Ordering::Relaxed);
-    if sock >= 0 {
+    if let Some(path) = SOCK_PATH.get() {
         let iov = [
             iovec {
                 iov_base: hb.as_ptr() as *mut c_void,
@@ -233,28 +368,10 @@ pub fn emit_batch(events: &[u8], count: u32) {
                 iov_len: events.len(),
             },
         ];
-        let ok = match SOCK_ADDR.get() {
-            Some((addr, alen)) => {
-                // SAFETY: msghdr is plain data; zero is valid.
-                let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-                msg.msg_name = addr as *const libc::sockaddr_un as *mut c_void;
-                msg.msg_namelen = *alen;
-                msg.msg_iov = iov.as_ptr() as *mut iovec;
-                msg.msg_iovlen = 2;
-                // SAFETY: msg points to live buffers for the duration of the call.
-                let n =
-                    unsafe { libc::sendmsg(sock, &msg, libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL) };
-                n == batch_len as isize
-            }
-            None => false,
-        };
-        if !ok {
-            crate::batch::count_dropped(count as u64);
-        }
+        lost |= !send_datagram(path, &iov);
     }
 
-    let fd = RECORD_FD.load(Ordering::Relaxed);
-    if fd >= 0 {
+    if let Some(path) = TRACE_PATH.get() {
         // TraceRecord { batch (2): EventBatch }, length-delimited.
         let rec_len = 1 + events::varint_len(batch_len as u64) + batch_len;
         let mut p = Enc::new(&mut head);
@@ -273,14 +390,12 @@ pub fn emit_batch(events: &[u8], count: u32) {
                 iov_len: events.len(),
             },
         ];
-        if let Some(wv) = real::WRITEV.get() {
-            for _ in 0..3 {
-                // SAFETY: iov points to live buffers; fd is our trace file.
-                let n = unsafe { wv(fd, iov.as_ptr(), 2) };
-                if n >= 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
-                    break;
-                }
-            }
+        if !append_whole(path, &iov) {
+            lost = true;
+            note_lost(count as u64);
         }
+    }
+    if lost {
+        crate::batch::count_dropped(count as u64);
     }
 }

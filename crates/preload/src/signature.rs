@@ -19,6 +19,7 @@
 //! cached per thread (see [`stack_bounds`]). Nothing here allocates, locks or
 //! makes a syscall on the fast path.
 
+use crate::callsite::{called_from, MAYBE, STARTS, VERDICTS, YES};
 use crate::config::{Unwind, MAX_FRAMES};
 use crate::modules::Table;
 use crate::tls::{Thread, PATH_FRAMES};
@@ -79,6 +80,10 @@ pub struct Captured {
     /// Whether frames of the shim itself were skipped (the result then
     /// depends on more stack than its frames show; never cached).
     skipped: bool,
+    /// Raw return addresses of a complete CFI walk (`cfi_n` of them, 0:
+    /// none), what the thread's last-path check compares.
+    cfi_raw: [MaybeUninit<usize>; CACHED_FRAMES],
+    cfi_n: usize,
 }
 
 impl Captured {
@@ -88,6 +93,8 @@ impl Captured {
             signature: Signature(0),
             stream: 0,
             frames: [MaybeUninit::uninit(); MAX_FRAMES],
+            cfi_raw: [MaybeUninit::uninit(); CACHED_FRAMES],
+            cfi_n: 0,
             n: 0,
             method: Method::FramePointer,
             cached: false,
@@ -317,6 +324,7 @@ pub unsafe fn capture_into(
     out.method = Method::FramePointer;
     out.cached = false;
     out.skipped = false;
+    out.cfi_n = 0;
     let k = p.frames.clamp(1, MAX_FRAMES);
     if p.unwind == Unwind::Exact {
         walk_exact(table, out, k);
@@ -352,6 +360,80 @@ pub unsafe fn capture_into(
     // SAFETY: forwarded caller contract.
     unsafe { walk(t, table, record, p, out) };
     finish(out);
+    if out.method == Method::Dwarf && !out.skipped && out.cfi_n == k && out.n == k {
+        let mut addrs = [0; CACHED_FRAMES];
+        for (d, s) in addrs.iter_mut().zip(&out.cfi_raw[..k]) {
+            // SAFETY: the first cfi_n (= k) entries were written by the walk.
+            *d = unsafe { s.assume_init() };
+        }
+        let raw = Raw {
+            addrs,
+            n: k,
+            hash: 0,
+        };
+        remember_path(t, table, &raw, out.signature.0, out.stream);
+        t.path_n.set(k as u32 | CFI_PATH);
+    }
+}
+
+/// `Thread::path_n` flag: the thread's last path came from a CFI walk
+/// (compare it with [`cfi_path_hit`], not the frame-pointer chain; the
+/// flag makes [`path_hit`] miss, as `n` then exceeds any `k`).
+const CFI_PATH: u32 = 0x80;
+
+/// [`path_hit`] for a path found by the CFI walk: unwinds with the memoised
+/// rules, comparing each return address with the thread's last path.
+///
+/// # Safety
+/// As [`capture`].
+#[inline(never)]
+unsafe fn cfi_path_hit(
+    t: &Thread,
+    table: &Table,
+    record: *const usize,
+    k: usize,
+) -> Option<(Signature, u32)> {
+    let n = t.path_n.get();
+    if n & CFI_PATH == 0 || (n & !CFI_PATH) as usize != k || k > PATH_FRAMES {
+        return None;
+    }
+    if t.path_table.get() != table as *const Table as usize {
+        return None;
+    }
+    let rec = record as usize;
+    let (lo, hi) = t.stack.get();
+    if rec < lo || rec & 7 != 0 || rec + 16 > hi {
+        return None;
+    }
+    // SAFETY: lo <= rec and rec+16 <= hi: inside the stack.
+    let (mut rbp, mut pc) = unsafe { (word(rec), word(rec + 8)) };
+    if pc != t.path[0].get() {
+        return None;
+    }
+    let mut rsp = rec + 16;
+    for i in 1..k {
+        let r = crate::cfi::rule(table, pc)?;
+        let cfa = if r.cfa_rbp { rbp } else { rsp }.wrapping_add(r.cfa_off as usize);
+        if cfa & 7 != 0 || cfa < rsp + 8 || cfa > hi {
+            return None;
+        }
+        // SAFETY: rsp <= cfa - 8 < cfa <= hi: inside the stack.
+        let ra = unsafe { word(cfa - 8) };
+        if let Some(o) = r.rbp_at {
+            let at = cfa.wrapping_add(o as isize as usize);
+            if at < rsp || at + 8 > hi {
+                return None;
+            }
+            // SAFETY: rsp <= at and at + 8 <= hi: inside the stack.
+            rbp = unsafe { word(at) };
+        }
+        if ra != t.path[i].get() {
+            return None;
+        }
+        rsp = cfa;
+        pc = ra;
+    }
+    Some((Signature(t.path_sig.get()), t.path_stream.get()))
 }
 
 /// The signature and stream of the call path behind `record` when it is
@@ -393,6 +475,12 @@ unsafe fn cached_shared(
     record: *const usize,
     k: usize,
 ) -> Option<(Signature, u32)> {
+    // A path found by the CFI walk (code without frame pointers; only auto
+    // mode records such paths, see `capture_into`).
+    // SAFETY: forwarded caller contract.
+    if let Some(hit) = unsafe { cfi_path_hit(t, table, record, k) } {
+        return Some(hit);
+    }
     let mut raw = Raw {
         addrs: [0; CACHED_FRAMES],
         n: 0,
@@ -671,6 +759,7 @@ unsafe fn walk(t: &Thread, table: &Table, record: *const usize, p: Params, out: 
     if push(table, out, ret0) != Step::Code {
         return;
     }
+    let mut last_pc = ret0;
     // Where a scan would resume: just above the last trusted return address.
     let mut scan_from = rec + 16;
     if p.unwind != Unwind::Scan {
@@ -687,7 +776,7 @@ unsafe fn walk(t: &Thread, table: &Table, record: *const usize, p: Params, out: 
             // SAFETY: prev < fp and fp+16 <= hi: inside the stack.
             let (next, ret) = unsafe { (word(fp), word(fp + 8)) };
             match push(table, out, ret) {
-                Step::Code => {}
+                Step::Code => last_pc = ret,
                 Step::End => {
                     clean = true;
                     break;
@@ -701,17 +790,170 @@ unsafe fn walk(t: &Thread, table: &Table, record: *const usize, p: Params, out: 
         if out.n >= k || clean || p.unwind == Unwind::FramePointer {
             return;
         }
+        if p.unwind == Unwind::Auto {
+            // The chain broke: unwind from the start with the CFI rules
+            // (the frames so far come out the same where the chain was
+            // right), and scan only above the first frame without one.
+            out.n = 0;
+            out.skipped = false;
+            out.method = Method::Dwarf;
+            push(table, out, ret0);
+            out.cfi_raw[0] = MaybeUninit::new(ret0);
+            out.cfi_n = 1;
+            // SAFETY: rec..rec+16 is inside the stack (checked above).
+            let rbp0 = unsafe { word(rec) };
+            // SAFETY: as above; cfi_walk reads only inside [rec, hi).
+            match unsafe { cfi_walk(table, out, k, rec + 16, rbp0, ret0, hi) } {
+                None => return,
+                Some((rsp, pc)) => {
+                    last_pc = pc;
+                    scan_from = rsp;
+                }
+            }
+            if out.n >= k {
+                return;
+            }
+        }
     }
     out.method = Method::StackScan;
     let limit = hi.min(scan_from.saturating_add(p.scan_words * 8));
-    let mut a = scan_from;
-    while out.n < k && a + 8 <= limit {
-        // SAFETY: a is 8-aligned and a+8 <= limit <= hi.
+    // SAFETY: scan_from..limit lies inside this thread's stack.
+    unsafe { scan(table, out, k, scan_from, limit, last_pc) };
+}
+
+/// Unwinds with the modules' CFI rules ([`crate::cfi`]) from a frame at
+/// `pc` whose stack pointer is `rsp` and frame register `rbp`, pushing
+/// frames until `k`. `None`: done (k frames, the outermost frame, or the
+/// signal trampoline); `Some((rsp, pc))`: stopped at a frame without a rule
+/// (or with an implausible one): where a scan would go on.
+///
+/// # Safety
+/// `[rsp, hi)` must be this thread's stack.
+unsafe fn cfi_walk(
+    table: &Table,
+    out: &mut Captured,
+    k: usize,
+    mut rsp: usize,
+    mut rbp: usize,
+    mut pc: usize,
+    hi: usize,
+) -> Option<(usize, usize)> {
+    while out.n < k {
+        let Some(r) = crate::cfi::rule(table, pc) else {
+            return Some((rsp, pc));
+        };
+        let base = if r.cfa_rbp { rbp } else { rsp };
+        let cfa = base.wrapping_add(r.cfa_off as usize);
+        if cfa & 7 != 0 || cfa < rsp + 8 || cfa > hi {
+            return Some((rsp, pc));
+        }
+        // SAFETY: rsp <= cfa - 8 < cfa <= hi: inside the stack.
+        let ra = unsafe { word(cfa - 8) };
+        if let Some(o) = r.rbp_at {
+            let at = cfa.wrapping_add(o as isize as usize);
+            if at < rsp || at + 8 > hi {
+                return Some((rsp, pc));
+            }
+            // SAFETY: rsp <= at and at + 8 <= hi: inside the stack.
+            rbp = unsafe { word(at) };
+        }
+        rsp = cfa;
+        if ra == 0 {
+            return None; // the outermost frame
+        }
+        match push(table, out, ra) {
+            Step::Code => {
+                if out.cfi_n < CACHED_FRAMES {
+                    out.cfi_raw[out.cfi_n] = MaybeUninit::new(ra);
+                    out.cfi_n += 1;
+                }
+                pc = ra;
+            }
+            Step::End => return None,
+            Step::NotCode => return Some((rsp, pc)),
+        }
+    }
+    None
+}
+
+/// The stack scan from `from` to `limit`, keeping only words that
+/// [`callsite`](crate::callsite) accepts as the return address of a call
+/// into the frame below (`last_pc`: the last kept address). A direct call
+/// to another function than the one holding `last_pc` may still be genuine
+/// (that function was reached by a tail call): such a word is kept only when
+/// the scan finds nothing better before the signal trampoline or its limit,
+/// and the scan then resumes above it.
+///
+/// # Safety
+/// `[from, limit)` must be readable stack, `from` 8-aligned.
+unsafe fn scan(
+    table: &Table,
+    out: &mut Captured,
+    k: usize,
+    from: usize,
+    limit: usize,
+    last_pc: usize,
+) {
+    let mut a = from;
+    let mut soft: Option<(usize, usize)> = None; // (address on stack, word)
+    let gen = table.gen;
+    // Function starts as `pc - start` (u32::MAX: unknown), memoised.
+    let fn_start = |pc: usize| {
+        let d = match STARTS.get(pc, 0, gen) {
+            Some(d) => d,
+            None => {
+                let d = table
+                    .lookup(pc)
+                    .and_then(|h| h.module.fdes.function_start(pc))
+                    .and_then(|st| u32::try_from(pc.wrapping_sub(st)).ok())
+                    .filter(|&d| d != u32::MAX)
+                    .unwrap_or(u32::MAX);
+                STARTS.put(pc, 0, gen, d);
+                d
+            }
+        };
+        (d != u32::MAX).then(|| pc - d as usize)
+    };
+    let mut start = fn_start(last_pc);
+    while out.n < k {
+        if a + 8 > limit {
+            // Nothing better: take the tail-call candidate and go on above it.
+            let Some((at, w)) = soft.take() else { break };
+            push(table, out, w);
+            start = fn_start(w);
+            a = at + 8;
+            continue;
+        }
+        // SAFETY: a is 8-aligned and a+8 <= limit (caller contract).
         let w = unsafe { word(a) };
-        if push(table, out, w) == Step::End {
+        a += 8;
+        let Some(h) = table.lookup(w) else { continue };
+        if is_sigreturn(w, h.range_end) {
+            if let Some((_, sw)) = soft.take() {
+                if out.n < k {
+                    push(table, out, sw);
+                }
+            }
             break;
         }
-        a += 8;
+        let key = start.unwrap_or(0);
+        let v = match VERDICTS.get(w, key, gen) {
+            Some(v) => v,
+            None => {
+                let v = called_from(table, w, h.range_start, start) as u32;
+                VERDICTS.put(w, key, gen, v);
+                v
+            }
+        };
+        match v {
+            YES => {
+                soft = None;
+                push(table, out, w);
+                start = fn_start(w);
+            }
+            MAYBE if soft.is_none() => soft = Some((a - 8, w)),
+            _ => {}
+        }
     }
 }
 
@@ -789,139 +1031,5 @@ fn finish(out: &mut Captured) {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::modules;
-
-    #[inline(never)]
-    fn capture_here(p: Params) -> Captured {
-        // A synthetic record like the trampoline's: {rbp, return address}.
-        // The return address is one of our own functions' code (an address
-        // inside a non-own module is needed for a frame, so use libc's).
-        let rec = [0usize, libc::getpid as *const () as usize + 1];
-        // SAFETY: `rec` lives on this stack.
-        crate::tls::with(|t| unsafe { capture(t, modules::table().unwrap(), rec.as_ptr(), p) })
-    }
-
-    #[test]
-    fn record_frame_is_first_and_deterministic() {
-        init_stack_facts();
-        modules::refresh();
-        let p = Params {
-            frames: 5,
-            unwind: Unwind::FramePointer,
-            scan_words: 256,
-        };
-        let a = capture_here(p);
-        assert_eq!(a.n, 1, "zero rbp ends the chain after the record's frame");
-        assert_eq!(a.method, Method::FramePointer);
-        let f = *a.frames().next().unwrap();
-        let t = modules::table().unwrap();
-        let h = t.lookup(libc::getpid as *const () as usize + 1).unwrap();
-        assert_eq!((f.key, f.offset), (h.module.key, h.offset));
-        assert_eq!(a.signature, capture_here(p).signature);
-    }
-
-    /// A frame-pointer chain of `depth` records `{next, return address}`
-    /// in `buf` from its start (return addresses inside libc: code, not
-    /// the shim's), the last link zero.
-    fn chain(buf: &mut [usize; 64], depth: usize) {
-        let code = libc::getpid as *const () as usize;
-        for d in 0..depth {
-            buf[4 * d + 1] = code + 16 * (d + 1);
-            buf[4 * d] = if d + 1 < depth {
-                &buf[4 * (d + 1)] as *const usize as usize
-            } else {
-                0
-            };
-        }
-    }
-
-    // The captures read a chain built in a buffer on this thread's stack,
-    // through a pointer taken after its last change.
-    fn cap_at(t: &Thread, table: &Table, buf: &[usize; 64], p: Params) -> Captured {
-        // SAFETY: buf starts with a frame record and lives on this stack.
-        unsafe { capture(t, table, buf.as_ptr(), p) }
-    }
-
-    fn hit_at(t: &Thread, table: &Table, buf: &[usize; 64]) -> Option<(Signature, u32)> {
-        // SAFETY: as in cap_at.
-        unsafe { path_hit(t, table, buf.as_ptr(), 5) }
-    }
-
-    fn cached_at(
-        t: &Thread,
-        table: &Table,
-        buf: &[usize; 64],
-        p: Params,
-    ) -> Option<(Signature, u32)> {
-        // SAFETY: as in cap_at.
-        unsafe { cached(t, table, buf.as_ptr(), p) }
-    }
-
-    #[test]
-    fn a_thread_repeats_its_last_path_and_notices_any_change() {
-        init_stack_facts();
-        modules::refresh();
-        let table = modules::table().unwrap();
-        let p = Params {
-            frames: 5,
-            unwind: Unwind::Auto,
-            scan_words: 256,
-        };
-        let code = libc::getpid as *const () as usize;
-        crate::tls::with(|t| {
-            let mut buf = [0usize; 64];
-            for depth in [7, 3] {
-                chain(&mut buf, depth);
-                let full = cap_at(t, table, &buf, p);
-                assert_eq!(t.path_n.get() as usize, depth.min(5), "path kept");
-                let hit = hit_at(t, table, &buf);
-                assert_eq!(hit, Some((full.signature, full.stream)));
-                let hit = cached_at(t, table, &buf, p);
-                assert_eq!(hit, Some((full.signature, full.stream)));
-                // Another return address among the first K: not this path.
-                buf[4 * 2 + 1] += 8;
-                assert_eq!(hit_at(t, table, &buf), None);
-                let other = cap_at(t, table, &buf, p);
-                assert_ne!(other.signature, full.signature);
-                buf[4 * 2 + 1] -= 8;
-                let back = cached_at(t, table, &buf, p);
-                assert_eq!(
-                    back.map(|h| h.0),
-                    Some(full.signature),
-                    "back to the first path (shared cache, then the thread's)"
-                );
-            }
-            // A chain that goes on where the cached one ended (zero link):
-            // not the same path.
-            chain(&mut buf, 3);
-            let short = cap_at(t, table, &buf, p);
-            assert_eq!(short.n, 3);
-            buf[4 * 2] = &buf[4 * 3] as *const usize as usize;
-            buf[4 * 3 + 1] = code + 64;
-            buf[4 * 3] = 0;
-            assert_eq!(hit_at(t, table, &buf), None);
-            let longer = cap_at(t, table, &buf, p);
-            assert_ne!(longer.signature, short.signature);
-            // Cleared (as in a fork child): nothing the thread cached applies.
-            clear_cache(t);
-            assert_eq!(hit_at(t, table, &buf), None);
-        });
-    }
-
-    #[test]
-    fn bounds_of_this_thread_contain_sp() {
-        init_stack_facts();
-        let x = 0u64;
-        let sp = &x as *const u64 as usize;
-        let (lo, hi) = crate::tls::with(|t| stack_bounds(t, sp));
-        assert!(lo <= sp && sp < hi, "{lo:x} {sp:x} {hi:x}");
-        let from_maps = maps_lookup(sp).expect("stack is in /proc/self/maps");
-        assert!(from_maps.0 <= sp && sp < from_maps.1);
-        assert!(
-            hi <= from_maps.1 + 4096 * 64,
-            "bounds stay near the mapping"
-        );
-    }
-}
+#[path = "signature_tests.rs"]
+mod tests;

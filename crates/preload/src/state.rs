@@ -326,7 +326,9 @@ fn open_trace_file(start_mono_ns: u64) {
         };
         match record::open_trace(dir, &h) {
             Ok(p) => debug(format_args!("recording to {}", p.display())),
-            Err(e) => eprintln!("pcstream: cannot record: {e}"),
+            // Never on the application's stderr: the recorder's summary
+            // shows a process without a trace (PCSTREAM_DEBUG says why).
+            Err(e) => debug(format_args!("cannot record: {e}")),
         }
     }
 }
