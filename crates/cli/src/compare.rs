@@ -422,7 +422,11 @@ pub fn compare(traces: &[PathBuf], opts: &Options) -> anyhow::Result<Report> {
     let replays: Vec<Replay> = traces
         .iter()
         .map(|p| {
-            Replay::from_trace(p, &ropts).with_context(|| format!("replaying {}", p.display()))
+            // Its errors name the trace file (and byte offset) themselves.
+            Ok(Replay::from_trace(
+                &crate::record::resolve_trace(p),
+                &ropts,
+            )?)
         })
         .collect::<anyhow::Result<_>>()?;
     let replays: Vec<Replay> = replays
@@ -636,6 +640,32 @@ fn opt_u(v: Option<u64>) -> String {
     v.map_or_else(|| "-".into(), |v| v.to_string())
 }
 
+/// The one-line note for a trace on which GC copied (almost) nothing, so that
+/// every policy's WAF is about 1: it says so and gives the commands that age the device.
+fn gc_note(t: &TraceReport) -> Option<String> {
+    let most_gc = t
+        .runs
+        .iter()
+        .map(|r| r.gc_pages as f64 / r.host_pages.max(1) as f64)
+        .fold(0.0, f64::max);
+    if most_gc >= 0.01 {
+        return None;
+    }
+    let copied = if t.runs.iter().all(|r| r.gc_pages == 0) {
+        "nothing".to_string()
+    } else {
+        format!(
+            "under 1% of the host writes ({:.2}% at most)",
+            most_gc * 100.0
+        )
+    };
+    Some(format!(
+        "note: GC copied {copied} under every policy, so placement cannot show (WAF ≈ 1); age the device with \
+         the workload's own data: pcstreamctl record --device-trace --device-fill 0.9 -o DIR -- CMD, then \
+         pcstreamctl compare --prefill 0 --warmup-passes 1 DIR (docs/compare.md)"
+    ))
+}
+
 /// The human-readable report: per trace, its source, join statistics and
 /// device, then the paper's tables.
 pub fn render(rep: &Report) -> String {
@@ -677,6 +707,9 @@ pub fn render(rep: &Report) -> String {
         let j = &t.join;
         let d = &t.device;
         let _ = writeln!(o, "\n== {} ==", t.path);
+        if let Some(note) = gc_note(t) {
+            let _ = writeln!(o, "{note}");
+        }
         let _ = writeln!(o, "source: {}", t.source_text);
         let _ = writeln!(
             o,
@@ -746,21 +779,6 @@ pub fn render(rep: &Report) -> String {
                 r.streams_used,
                 opt_u(r.signatures),
                 opt_u(r.reclusterings)
-            );
-        }
-        let most_gc = t
-            .runs
-            .iter()
-            .map(|r| r.gc_pages as f64 / r.host_pages.max(1) as f64)
-            .fold(0.0, f64::max);
-        if most_gc < 0.01 {
-            let _ = writeln!(
-                o,
-                "note: GC copied less than 1% of the host writes under every policy ({:.2}% at most), so \
-                 placement cannot show here. To age the device with the workload's own data, record it on \
-                 a device it nearly fills and replay with --prefill 0 --warmup-passes 1 (and --trim off for \
-                 ext4 without discard); see docs/compare.md, \"The device and its ageing\".",
-                most_gc * 100.0
             );
         }
         let _ = writeln!(

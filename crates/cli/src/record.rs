@@ -15,6 +15,16 @@ use std::process::ExitCode;
 
 /// Name of the merged trace inside the output directory.
 pub const TRACE_FILE: &str = "trace.pcstrace";
+
+/// Resolves a TRACE argument: a trace file, or a `record` directory (its
+/// [`TRACE_FILE`]). Every command that reads a trace goes through this.
+pub fn resolve_trace(p: &std::path::Path) -> std::path::PathBuf {
+    if p.is_dir() {
+        p.join(TRACE_FILE)
+    } else {
+        p.to_path_buf()
+    }
+}
 /// Directory of the per-process files inside the output directory.
 pub const PARTS_DIR: &str = "procs";
 /// Sub-directory of the output holding the scratch device during `--device-trace`.

@@ -600,7 +600,24 @@ fn a_report_without_gc_says_placement_cannot_show() {
     };
     let rep = compare(std::slice::from_ref(&p), &roomy).unwrap();
     assert!(rep.traces[0].runs.iter().all(|r| r.gc_pages == 0));
-    assert!(render(&rep).contains("note: GC copied less than 1%"));
+    // One line at the top of the trace's section, before the tables, with the command that ages the device.
+    let text = render(&rep);
+    let lines: Vec<&str> = text.lines().collect();
+    let head = lines.iter().position(|l| l.starts_with("== ")).unwrap();
+    let note = lines[head + 1];
+    assert!(
+        note.starts_with("note: GC copied nothing under every policy"),
+        "{text}"
+    );
+    assert!(
+        note.contains("pcstreamctl record --device-trace --device-fill 0.9"),
+        "{note}"
+    );
+    assert!(
+        note.contains("pcstreamctl compare --prefill 0 --warmup-passes 1"),
+        "{note}"
+    );
+    assert_eq!(text.matches("note: GC copied").count(), 1, "{text}");
     // The tight default of these tests makes GC copy: no note.
     let tight = Options {
         policies: vec!["baseline".into()],
