@@ -7,6 +7,7 @@ use crate::devtrace::{self, DeviceTraceOptions, DeviceTracer};
 use crate::run::ShimOptions;
 use crate::{launch, merge};
 use anyhow::Context;
+use pcstream_placement::env as var;
 use pcstream_placement::trace::TraceWriter;
 use pcstream_placement::wire;
 use std::ffi::OsString;
@@ -202,10 +203,7 @@ pub fn run(args: RecordArgs) -> anyhow::Result<ExitCode> {
         .with_context(|| format!("creating {}", parts_dir.display()))?;
 
     let mut env = args.shim.env()?;
-    env.push((
-        "PCSTREAM_RECORD_DIR".into(),
-        parts_dir.clone().into_os_string(),
-    ));
+    env.push((var::RECORD_DIR.into(), parts_dir.clone().into_os_string()));
     let mut tracer = if args.device_trace {
         let mut t = DeviceTracer::start(&DeviceTraceOptions {
             size_bytes: args.device_size,
@@ -221,7 +219,7 @@ pub fn run(args: RecordArgs) -> anyhow::Result<ExitCode> {
         }
         let tmp = t.mount_point().join("tmp");
         std::fs::create_dir_all(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
-        env.push(("PCSTREAM_DEVICE_DIR".into(), t.mount_point().into()));
+        env.push((var::DEVICE_DIR.into(), t.mount_point().into()));
         env.push(("TMPDIR".into(), tmp.into_os_string()));
         Some(t)
     } else {
