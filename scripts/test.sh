@@ -14,3 +14,5 @@ echo "== cargo build (the integration tests run the built libpcstream.so and pcs
 cargo build --workspace --release
 echo "== cargo test"
 cargo test --workspace --release --no-fail-fast -- --test-threads=2
+echo "== fuzz targets (scripts/fuzz.sh: build of fuzz/ + 15 s per target, 1 GiB limit)"
+scripts/fuzz.sh 15

@@ -6,7 +6,6 @@
 
 use clap::{Parser, Subcommand};
 
-mod charts;
 mod compare;
 mod devtrace;
 mod extents;
