@@ -174,6 +174,12 @@ pub fn describe(s: &merge::MergeSummary, trace: &Path) -> String {
 /// Runs the subcommand.
 pub fn run(args: RecordArgs) -> anyhow::Result<ExitCode> {
     let out = &args.output;
+    if out.exists() && !out.is_dir() {
+        anyhow::bail!(
+            "{}: exists and is not a directory (record -o takes the directory to write the recording into)",
+            out.display()
+        );
+    }
     std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
     let out = out
         .canonicalize()

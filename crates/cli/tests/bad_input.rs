@@ -208,3 +208,22 @@ fn long_input_is_elided_in_messages() {
     assert!(err.len() < 300, "{err}");
     assert!(err.contains("(20000 bytes)"), "{err}");
 }
+
+#[test]
+fn record_into_a_file_says_it_is_not_a_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("out.txt");
+    std::fs::write(&f, "x").unwrap();
+    let err = one_line_error(&limited(&[
+        "record",
+        "-o",
+        f.to_str().unwrap(),
+        "--",
+        "true",
+    ]));
+    assert!(
+        err.contains("out.txt: exists and is not a directory"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read(&f).unwrap(), b"x");
+}

@@ -17,6 +17,7 @@
 
 mod buckets;
 pub mod config;
+pub mod geometry;
 pub mod histogram;
 mod hugepage;
 pub mod model;
