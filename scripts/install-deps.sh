@@ -37,3 +37,6 @@ if [ ${#need[@]} -gt 0 ]; then
     exit 1
   fi
 fi
+# cargo-fuzz runs the fuzz targets of scripts/fuzz.sh (built from crates.io
+# once, into ~/.cargo/bin; a few minutes on 2 cores).
+command -v cargo-fuzz >/dev/null || cargo install --locked cargo-fuzz

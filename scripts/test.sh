@@ -17,8 +17,6 @@ cargo test --workspace --release --no-fail-fast -- --test-threads=2
 echo "== tests/qemu (the NVMe/TCP target driven by a Debian guest's kernel and nvme-cli; root only)"
 tests/qemu/run.sh
 if [ "${PCSTREAM_SKIP_FUZZ:-0}" != 1 ]; then
-  # Short libFuzzer runs of fuzz/ (nightly + cargo-fuzz, installed when missing):
-  # ~5 min to build the first time on 2 cores, then 20 s per target.
-  echo "== fuzz (scripts/fuzz.sh 20)"
-  scripts/fuzz.sh 20
+  echo "== fuzz targets (scripts/fuzz.sh: build of fuzz/ + 15 s per target, 1 GiB limit)"
+  scripts/fuzz.sh 15
 fi

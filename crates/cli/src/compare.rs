@@ -3,25 +3,22 @@
 //! paper's tables (WAF, modelled IOPS normalised to baseline, share of writes
 //! in stream 0, signatures and re-clusterings, per-stream lifetime quartiles)
 //! — as text, as JSON (`--json`) or as SVG charts (`--svg DIR`, see
-//! [`crate::charts`]).
+//! [`charts`]). Split by job: [`report`] (the data), [`text`], [`charts`].
 //!
 //! The work is in `ftl_sim::replay`: building the replay (ground truth or the
 //! allocation model), sizing and ageing the device, and the parallel runs.
 //! This module chooses the runs, collects the results and renders them.
 
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{bail, Context};
 use ftl_sim::replay::{
-    self, simulate_all, DeviceSpec, Job, JoinStats, Replay, ReplayOptions, RunMode, RunResult,
-    Source,
+    self, simulate_all, DeviceSpec, Job, Replay, ReplayOptions, RunMode, RunResult,
 };
-use ftl_sim::signatures::{pcstream_signatures, SignatureRow};
+use ftl_sim::signatures::pcstream_signatures;
 use pcstream_placement::policies::{PolicyConfig, POLICY_NAMES};
-use serde::Serialize;
 
 /// Whether the simulated device has internal (GC) streams.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -126,152 +123,6 @@ pub struct CompareArgs {
     pub signatures: usize,
 }
 
-/// Everything `compare` measured.
-#[derive(Debug, Clone, Serialize)]
-pub struct Report {
-    /// The options of the comparison.
-    pub settings: Settings,
-    /// One entry per trace, in command-line order.
-    pub traces: Vec<TraceReport>,
-}
-
-/// The options of the comparison.
-#[derive(Debug, Clone, Serialize)]
-pub struct Settings {
-    /// Policies, in report order.
-    pub policies: Vec<String>,
-    /// Device stream ids (default stream included).
-    pub streams: u32,
-    /// Internal-stream settings run.
-    pub internal_streams: Vec<bool>,
-    /// Without internal streams, GC copies shared one GC block (else they
-    /// went back into their own stream).
-    pub shared_gc_block: bool,
-    /// Cold pre-fill fraction.
-    pub prefill: f64,
-    /// Over-provisioning.
-    pub op: f64,
-    /// Whether the device heard TRIMs.
-    pub trim: bool,
-    /// Warm-up passes before the measured one (tables kept).
-    pub warmup_passes: u32,
-    /// Policies restarted with empty tables at each round mark.
-    pub clear_at_marks: bool,
-}
-
-/// One trace's results.
-#[derive(Debug, Clone, Serialize)]
-pub struct TraceReport {
-    /// The trace file.
-    pub path: String,
-    /// Where the device operations came from.
-    pub source: Source,
-    /// `source` in words.
-    pub source_text: String,
-    /// How the trace was turned into device operations.
-    pub join: JoinStats,
-    /// Host pages the replay writes.
-    pub host_pages: u64,
-    /// Logical pages of the traced device (or of the allocation model).
-    pub trace_logical_pages: u64,
-    /// Distinct pages the replay writes (after confinement, if any).
-    pub footprint_pages: u64,
-    /// When the trace's pages were spread over more than the hot region
-    /// (5/4 of the peak live data), they were re-allocated into it before
-    /// ageing: the footprint they had in the trace.
-    pub confined_from_pages: Option<u64>,
-    /// Peak of live pages during the replay.
-    pub peak_live_pages: u64,
-    /// Round marks in the trace (`*.pcstream-mark` files, see `--clear-at-marks`).
-    pub marks: usize,
-    /// The simulated device.
-    pub device: DeviceReport,
-    /// One entry per policy × internal-stream setting.
-    pub runs: Vec<RunReport>,
-    /// pcstream's placement by signature, heaviest first (`--signatures N`).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub signatures: Vec<SignatureRow>,
-}
-
-/// The simulated device of a trace.
-#[derive(Debug, Clone, Serialize)]
-pub struct DeviceReport {
-    /// Channels.
-    pub channels: u32,
-    /// Dies per channel.
-    pub ways: u32,
-    /// Blocks per die.
-    pub blocks_per_unit: u32,
-    /// Pages per block.
-    pub pages_per_block: u32,
-    /// Page size, bytes.
-    pub page_size: u32,
-    /// Physical pages.
-    pub physical_pages: u64,
-    /// Logical pages.
-    pub logical_pages: u64,
-    /// Logical size over the traced device's.
-    pub scale: f64,
-    /// Cold pages written before the run (stream 0).
-    pub cold_pages: u64,
-}
-
-/// One policy run.
-#[derive(Debug, Clone, Serialize)]
-pub struct RunReport {
-    /// Policy name.
-    pub policy: String,
-    /// Whether the device had internal streams.
-    pub internal_streams: bool,
-    /// Write amplification.
-    pub waf: f64,
-    /// Host pages written.
-    pub host_pages: u64,
-    /// GC copies.
-    pub gc_pages: u64,
-    /// Blocks erased.
-    pub erases: u64,
-    /// Modelled host write IOPS (4 KiB pages per second, timing model).
-    pub iops: Option<f64>,
-    /// `iops` over baseline's on the same trace and device.
-    pub iops_normalized: Option<f64>,
-    /// Share of host pages placed in stream 0.
-    pub stream0_share: f64,
-    /// Streams that received host writes.
-    pub streams_used: u32,
-    /// Signatures the policy tracks (pcstream).
-    pub signatures: Option<u64>,
-    /// Re-clusterings of the signature → stream table (pcstream).
-    pub reclusterings: Option<u64>,
-    /// All of the policy's own counters.
-    pub policy_counters: BTreeMap<String, u64>,
-    /// One entry per stream with host writes.
-    pub per_stream: Vec<StreamReport>,
-    /// Wall-clock seconds of the replay.
-    pub replay_seconds: f64,
-}
-
-/// One stream of one run (paper Fig. 11).
-#[derive(Debug, Clone, Serialize)]
-pub struct StreamReport {
-    /// Stream id.
-    pub stream: u32,
-    /// Host pages placed in the stream.
-    pub host_pages: u64,
-    /// GC copies of the stream's data.
-    pub gc_pages: u64,
-    /// Pages of the stream invalidated during the run (the lifetime samples).
-    pub dead_pages: u64,
-    /// Lifetime quartiles of those pages, in host pages written in between.
-    pub lifetime_p25: Option<f64>,
-    /// Median lifetime.
-    pub lifetime_p50: Option<f64>,
-    /// 75th percentile lifetime.
-    pub lifetime_p75: Option<f64>,
-    /// Mean lifetime.
-    pub lifetime_mean: Option<f64>,
-}
-
 /// Options of [`compare`] (the arguments without the output choices).
 #[derive(Debug, Clone)]
 pub struct Options {
@@ -364,7 +215,7 @@ pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
         print!("{}", render(&report));
     }
     if let Some(dir) = &args.svg {
-        let files = crate::charts::write_all(&report, dir)?;
+        let files = charts::write_all(&report, dir)?;
         eprintln!("wrote {} charts to {}", files.len(), dir.display());
     }
     Ok(ExitCode::SUCCESS)
@@ -422,7 +273,11 @@ pub fn compare(traces: &[PathBuf], opts: &Options) -> anyhow::Result<Report> {
     let replays: Vec<Replay> = traces
         .iter()
         .map(|p| {
-            Replay::from_trace(p, &ropts).with_context(|| format!("replaying {}", p.display()))
+            // Its errors name the trace file (and byte offset) themselves.
+            Ok(Replay::from_trace(
+                &crate::record::resolve_trace(p),
+                &ropts,
+            )?)
         })
         .collect::<anyhow::Result<_>>()?;
     let replays: Vec<Replay> = replays
@@ -603,238 +458,12 @@ fn run_report(r: &RunResult) -> RunReport {
     }
 }
 
-/// Bytes of `pages` 4 KiB pages, human-readable.
-fn size(pages: u64) -> String {
-    let b = pages as f64 * 4096.0;
-    if b >= (1u64 << 30) as f64 {
-        format!("{:.2} GiB", b / (1u64 << 30) as f64)
-    } else {
-        format!("{:.1} MiB", b / (1u64 << 20) as f64)
-    }
-}
+pub mod charts;
+pub mod report;
+pub mod text;
 
-/// A page count (lifetime) in k/M/G.
-fn pages_short(v: Option<f64>) -> String {
-    match v {
-        None => "-".into(),
-        Some(v) if v >= 1e9 => format!("{:.1}G", v / 1e9),
-        Some(v) if v >= 1e6 => format!("{:.1}M", v / 1e6),
-        Some(v) if v >= 1e4 => format!("{:.0}k", v / 1e3),
-        Some(v) => format!("{v:.0}"),
-    }
-}
-
-fn pct(n: u64, d: u64) -> f64 {
-    if d == 0 {
-        0.0
-    } else {
-        100.0 * n as f64 / d as f64
-    }
-}
-
-fn opt_u(v: Option<u64>) -> String {
-    v.map_or_else(|| "-".into(), |v| v.to_string())
-}
-
-/// The human-readable report: per trace, its source, join statistics and
-/// device, then the paper's tables.
-pub fn render(rep: &Report) -> String {
-    let mut o = String::new();
-    let st = &rep.settings;
-    let _ = writeln!(
-        o,
-        "compare: {} trace(s) × {} policies, internal streams {}{}; {} streams, OP {:.0}%, {:.0}% cold pre-fill (unless a trace brings its own fill), TRIM {}",
-        rep.traces.len(),
-        st.policies.len(),
-        match st.internal_streams.as_slice() {
-            [false] => "off",
-            [true] => "on",
-            _ => "off and on",
-        },
-        match (st.internal_streams.contains(&false), st.shared_gc_block) {
-            (false, _) => "",
-            (true, false) => " (off: GC copies go back into their stream)",
-            (true, true) => " (off: GC copies share one GC block)",
-        },
-        st.streams,
-        st.op * 100.0,
-        st.prefill * 100.0,
-        if st.trim { "on" } else { "off" }
-    );
-    if st.warmup_passes > 0 || st.clear_at_marks {
-        let _ = writeln!(
-            o,
-            "policies: {} warm-up pass(es) with tables kept{}",
-            st.warmup_passes,
-            if st.clear_at_marks {
-                "; tables cleared at every round mark"
-            } else {
-                ""
-            }
-        );
-    }
-    for t in &rep.traces {
-        let j = &t.join;
-        let d = &t.device;
-        let _ = writeln!(o, "\n== {} ==", t.path);
-        let _ = writeln!(o, "source: {}", t.source_text);
-        let _ = writeln!(
-            o,
-            "join: {} pages written: {} file data ({:.1}% of it with a signature; {} signatures), {} metadata; {} pages trimmed",
-            j.write_pages,
-            j.data_pages,
-            pct(j.signed_pages, j.data_pages),
-            j.signatures,
-            j.metadata_pages,
-            j.trim_pages
-        );
-        let _ = writeln!(
-            o,
-            "      shim: {} write events, {} invalidations; {} flushes",
-            j.shim_writes, j.shim_invalidations, j.flushes
-        );
-        let _ = writeln!(
-            o,
-            "device: {} ch × {} ways × {} blocks × {} pages × {} KiB = {} raw; logical {} \
-             ({:.2} × the traced {}; footprint {}, peak live {}); cold pre-fill {} in stream 0",
-            d.channels,
-            d.ways,
-            d.blocks_per_unit,
-            d.pages_per_block,
-            d.page_size / 1024,
-            size(d.physical_pages),
-            size(d.logical_pages),
-            d.scale,
-            size(t.trace_logical_pages),
-            size(t.footprint_pages),
-            size(t.peak_live_pages),
-            size(d.cold_pages)
-        );
-        if j.ageing_pages > 0 {
-            let _ = writeln!(
-                o,
-                "        aged by the recording's own fill: {} written before the workload started, \
-                 replayed into stream 0 first and not measured (--prefill does not apply)",
-                size(j.ageing_pages)
-            );
-        }
-        if let Some(f) = t.confined_from_pages {
-            let _ = writeln!(
-                o,
-                "        the trace's writes spread over {}: re-allocated into {} (5/4 of the peak live data) \
-                 as on the aged device",
-                size(f),
-                size(t.footprint_pages.max(1))
-            );
-        }
-        let _ = writeln!(o);
-        let _ = writeln!(
-            o,
-            "{:<15} {:>3} {:>7} {:>9} {:>9} {:>7} {:>10} {:>8}",
-            "policy", "int", "WAF", "IOPS/base", "stream 0", "streams", "signatures", "reclust."
-        );
-        for r in &t.runs {
-            let _ = writeln!(
-                o,
-                "{:<15} {:>3} {:>7.3} {:>9} {:>8.1}% {:>7} {:>10} {:>8}",
-                r.policy,
-                if r.internal_streams { "on" } else { "off" },
-                r.waf,
-                r.iops_normalized
-                    .map_or_else(|| "-".into(), |v| format!("{v:.2}")),
-                r.stream0_share * 100.0,
-                r.streams_used,
-                opt_u(r.signatures),
-                opt_u(r.reclusterings)
-            );
-        }
-        let most_gc = t
-            .runs
-            .iter()
-            .map(|r| r.gc_pages as f64 / r.host_pages.max(1) as f64)
-            .fold(0.0, f64::max);
-        if most_gc < 0.01 {
-            let _ = writeln!(
-                o,
-                "note: GC copied less than 1% of the host writes under every policy ({:.2}% at most), so \
-                 placement cannot show here. To age the device with the workload's own data, record it on \
-                 a device it nearly fills and replay with --prefill 0 --warmup-passes 1 (and --trim off for \
-                 ext4 without discard); see docs/compare.md, \"The device and its ageing\".",
-                most_gc * 100.0
-            );
-        }
-        let _ = writeln!(
-            o,
-            "\nper-stream lifetimes (host pages written between a page's write and its invalidation):"
-        );
-        let _ = writeln!(
-            o,
-            "{:<15} {:>3} {:>6} {:>8} {:>10} {:>10} {:>8} {:>8} {:>8}",
-            "policy", "int", "stream", "share", "written", "dead", "p25", "p50", "p75"
-        );
-        for r in &t.runs {
-            for s in &r.per_stream {
-                let _ = writeln!(
-                    o,
-                    "{:<15} {:>3} {:>6} {:>7.1}% {:>10} {:>10} {:>8} {:>8} {:>8}",
-                    r.policy,
-                    if r.internal_streams { "on" } else { "off" },
-                    s.stream,
-                    pct(s.host_pages, r.host_pages),
-                    s.host_pages,
-                    s.dead_pages,
-                    pages_short(s.lifetime_p25),
-                    pages_short(s.lifetime_p50),
-                    pages_short(s.lifetime_p75)
-                );
-            }
-        }
-        if !t.signatures.is_empty() {
-            render_signatures(&mut o, t);
-        }
-    }
-    o
-}
-
-fn render_signatures(o: &mut String, t: &TraceReport) {
-    let _ = writeln!(
-        o,
-        "\npcstream by signature (the {} heaviest; measured pass): its streams, the lifetime it learnt \
-         (from the deaths it hears) and the pages' lifetimes on the device (p10 / p50 / p90; `-`: none died):",
-        t.signatures.len()
-    );
-    let _ = writeln!(
-        o,
-        "{:<18} {:>6} {:>10} {:<18} {:>8} {:>8} {:>8} {:>8}",
-        "signature", "share", "pages", "streams", "learnt", "dev p10", "dev p50", "dev p90"
-    );
-    for r in &t.signatures {
-        let streams: Vec<String> = r
-            .streams
-            .iter()
-            .take(3)
-            .map(|(s, n)| format!("{s}:{:.0}%", pct(*n, r.pages)))
-            .collect();
-        let _ = writeln!(
-            o,
-            "{:<18} {:>5.1}% {:>10} {:<18} {:>8} {:>8} {:>8} {:>8}",
-            r.signature
-                .map_or_else(|| "(none)".to_string(), |s| format!("{s:016x}")),
-            pct(r.pages, t.host_pages),
-            r.pages,
-            streams.join(" "),
-            pages_short(r.estimate_log2.map(f64::exp2)),
-            pages_short(r.device_lifetime_p10.map(|v| v as f64)),
-            pages_short(r.device_lifetime_p50.map(|v| v as f64)),
-            pages_short(r.device_lifetime_p90.map(|v| v as f64))
-        );
-    }
-    let _ = writeln!(
-        o,
-        "(none): device writes without a signature (file-system metadata, journal). \
-         `pcstreamctl trace-stats TRACE` shows each signature's call path."
-    );
-}
+pub use report::*;
+pub use text::render;
 
 #[cfg(test)]
 mod tests;

@@ -6,7 +6,6 @@
 
 use clap::{Parser, Subcommand};
 
-mod charts;
 mod compare;
 mod daemon;
 mod device;
@@ -66,8 +65,24 @@ fn main() -> std::process::ExitCode {
     match result {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("pcstreamctl: error: {e:#}");
+            eprintln!("pcstreamctl: error: {}", error_line(&e));
             std::process::ExitCode::from(1)
         }
     }
+}
+
+/// The error and its causes on one line, each said once: a cause whose text
+/// the message already ends with (an error that quotes its source) is dropped.
+fn error_line(e: &anyhow::Error) -> String {
+    let mut line = String::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if line.is_empty() {
+            line = text;
+        } else if !line.ends_with(&text) {
+            line.push_str(": ");
+            line.push_str(&text);
+        }
+    }
+    line
 }

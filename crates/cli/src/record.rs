@@ -7,6 +7,7 @@ use crate::devtrace::{self, DeviceTraceOptions, DeviceTracer};
 use crate::run::ShimOptions;
 use crate::{launch, merge};
 use anyhow::Context;
+use pcstream_placement::env as var;
 use pcstream_placement::trace::TraceWriter;
 use pcstream_placement::wire;
 use std::ffi::OsString;
@@ -15,6 +16,16 @@ use std::process::ExitCode;
 
 /// Name of the merged trace inside the output directory.
 pub const TRACE_FILE: &str = "trace.pcstrace";
+
+/// Resolves a TRACE argument: a trace file, or a `record` directory (its
+/// [`TRACE_FILE`]). Every command that reads a trace goes through this.
+pub fn resolve_trace(p: &std::path::Path) -> std::path::PathBuf {
+    if p.is_dir() {
+        p.join(TRACE_FILE)
+    } else {
+        p.to_path_buf()
+    }
+}
 /// Directory of the per-process files inside the output directory.
 pub const PARTS_DIR: &str = "procs";
 /// Sub-directory of the output holding the scratch device during `--device-trace`.
@@ -179,6 +190,12 @@ pub fn describe(s: &merge::MergeSummary, trace: &Path) -> String {
 /// Runs the subcommand.
 pub fn run(args: RecordArgs) -> anyhow::Result<ExitCode> {
     let out = &args.output;
+    if out.exists() && !out.is_dir() {
+        anyhow::bail!(
+            "{}: exists and is not a directory (record -o takes the directory to write the recording into)",
+            out.display()
+        );
+    }
     std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
     let out = out
         .canonicalize()
@@ -216,10 +233,7 @@ pub fn run(args: RecordArgs) -> anyhow::Result<ExitCode> {
     }
 
     let mut env = args.shim.env()?;
-    env.push((
-        "PCSTREAM_RECORD_DIR".into(),
-        parts_dir.clone().into_os_string(),
-    ));
+    env.push((var::RECORD_DIR.into(), parts_dir.clone().into_os_string()));
     let mut tracer = if args.device_trace {
         let mut t = DeviceTracer::start(&DeviceTraceOptions {
             size_bytes: args.device_size,
@@ -235,7 +249,7 @@ pub fn run(args: RecordArgs) -> anyhow::Result<ExitCode> {
         }
         let tmp = t.mount_point().join("tmp");
         std::fs::create_dir_all(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
-        env.push(("PCSTREAM_DEVICE_DIR".into(), t.mount_point().into()));
+        env.push((var::DEVICE_DIR.into(), t.mount_point().into()));
         env.push(("TMPDIR".into(), tmp.into_os_string()));
         Some(t)
     } else {

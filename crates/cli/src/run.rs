@@ -3,6 +3,7 @@
 //! exits with the command's own status.
 
 use crate::{launch, shim_path};
+use pcstream_placement::env as var;
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -39,19 +40,19 @@ impl ShimOptions {
             shim_path::ld_preload_with(&shim, existing.as_deref()),
         )];
         if let Some(s) = &self.socket {
-            env.push(("PCSTREAM_SOCKET".into(), s.clone().into_os_string()));
+            env.push((var::SOCKET.into(), s.clone().into_os_string()));
         }
         if let Some(m) = &self.map {
             let m = m
                 .canonicalize()
                 .map_err(|e| anyhow::anyhow!("--map {}: {e}", m.display()))?;
-            env.push(("PCSTREAM_MAP".into(), m.into_os_string()));
+            env.push((var::MAP.into(), m.into_os_string()));
         }
         if let Some(n) = self.frames {
-            env.push(("PCSTREAM_FRAMES".into(), n.to_string().into()));
+            env.push((var::FRAMES.into(), n.to_string().into()));
         }
         if let Some(u) = &self.unwind {
-            env.push(("PCSTREAM_UNWIND".into(), u.into()));
+            env.push((var::UNWIND.into(), u.into()));
         }
         Ok(env)
     }

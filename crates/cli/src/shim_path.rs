@@ -7,6 +7,7 @@
 //! in [`SYSTEM_DIRS`]. A miss is an error listing every place looked at.
 
 use anyhow::{bail, Context};
+use pcstream_placement::env as var;
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 
@@ -33,7 +34,7 @@ pub fn find_shim(
     }
     if let Some(p) = env.filter(|v| !v.is_empty()) {
         let p = Path::new(p);
-        return existing(p).with_context(|| format!("PCSTREAM_SHIM={}", p.display()));
+        return existing(p).with_context(|| format!("{}={}", var::SHIM, p.display()));
     }
     let mut looked = Vec::new();
     if let Some(dir) = exe.and_then(Path::parent) {
@@ -59,7 +60,7 @@ pub fn find_shim(
 
 /// The shim located from the real environment and executable.
 pub fn find_shim_from_env(explicit: Option<&Path>) -> anyhow::Result<PathBuf> {
-    let env = std::env::var_os("PCSTREAM_SHIM");
+    let env = std::env::var_os(var::SHIM);
     let exe = std::env::current_exe().ok();
     find_shim(explicit, env.as_deref(), exe.as_deref())
 }

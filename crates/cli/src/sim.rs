@@ -373,6 +373,14 @@ fn simulate(args: &SimArgs) -> anyhow::Result<(Config, RunInfo, Stats)> {
             FormatArg::Blkparse => Format::Blkparse,
             FormatArg::Fio => Format::Fio,
         };
+        if path.is_dir() {
+            bail!(
+                "{}: is a directory; sim --trace reads a block trace (msr, blkparse, fio); \
+                 to replay a `pcstreamctl record` directory use `pcstreamctl compare {}`",
+                path.display(),
+                path.display()
+            );
+        }
         info.workload = format!("trace {} ({format:?})", path.display());
         let size = std::fs::metadata(path)
             .with_context(|| format!("{}", path.display()))?

@@ -6,7 +6,6 @@
 
 use crate::extents::ExtentMap;
 use crate::symbolize::{Resolved, Symbolizer};
-use anyhow::Context;
 use pcstream_placement::trace::TraceReader;
 use pcstream_placement::wire::{self, event::Kind, trace_record::Record};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -241,7 +240,8 @@ impl Stats {
     /// Reads a whole trace.
     pub fn read(path: &Path) -> anyhow::Result<Self> {
         let mut st = Stats::default();
-        let reader = TraceReader::open(path)?.tolerate_torn_tail(true);
+        // A torn or truncated trace is an error here as in every command.
+        let reader = TraceReader::open(path)?;
         for rec in reader {
             let rec = rec?;
             st.records += 1;
@@ -542,19 +542,11 @@ pub fn render(r: &Report) -> String {
     o
 }
 
-/// Resolves TRACE: a file, or a `record` directory holding trace.pcstrace.
-fn trace_path(p: &Path) -> PathBuf {
-    if p.is_dir() {
-        p.join(crate::record::TRACE_FILE)
-    } else {
-        p.to_path_buf()
-    }
-}
-
 /// Runs the subcommand.
 pub fn run(args: TraceStatsArgs) -> anyhow::Result<ExitCode> {
-    let path = trace_path(&args.trace);
-    let st = Stats::read(&path).with_context(|| format!("reading {}", path.display()))?;
+    let path = crate::record::resolve_trace(&args.trace);
+    // Trace errors name the file and byte offset themselves.
+    let st = Stats::read(&path)?;
     let r = report(&path, st, args.top, args.frames, !args.no_symbols);
     if args.json {
         println!("{}", serde_json::to_string_pretty(&r)?);

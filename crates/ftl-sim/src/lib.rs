@@ -13,8 +13,11 @@
 //! about placement policies: the stream of every write is the caller's choice.
 //! See `docs/ftl-sim.md` for the model and the decisions behind it.
 
+#![deny(missing_docs)]
+
 mod buckets;
 pub mod config;
+pub mod geometry;
 pub mod histogram;
 mod hugepage;
 pub mod model;

@@ -264,6 +264,75 @@ impl Ev {
     }
 }
 
+/// Largest write one event may carry: Linux moves at most this much per call
+/// (`MAX_RW_COUNT`), and the shim's coalesced runs are far shorter.
+pub const MAX_EVENT_BYTES: u64 = 0x7fff_f000;
+
+/// Largest file offset (`loff_t` is signed).
+pub const MAX_FILE_BYTES: u64 = i64::MAX as u64;
+
+/// Largest recorded device a replay accepts (its per-page tables are held in memory).
+pub const MAX_DEVICE_BYTES: u64 = 1 << 40;
+
+/// Rejects a record whose sizes or offsets no real file or device has, before
+/// anything is allocated for it. `device_size` is the recorded device's, if seen.
+fn check_record(rec: &wire::TraceRecord, device_size: Option<u64>) -> Result<(), String> {
+    let file_range = |what: &str, offset: u64, len: u64| -> Result<(), String> {
+        match offset.checked_add(len) {
+            Some(end) if end <= MAX_FILE_BYTES => Ok(()),
+            _ => Err(format!(
+                "{what} of {len} bytes at file offset {offset} ends past the largest file ({MAX_FILE_BYTES} bytes)"
+            )),
+        }
+    };
+    let device = device_size.unwrap_or(MAX_DEVICE_BYTES);
+    let device_range = |what: &str, start: u64, bytes: u64| -> Result<(), String> {
+        match start.checked_add(bytes) {
+            Some(end) if end <= device => Ok(()),
+            _ => Err(format!(
+                "{what} of {bytes} bytes at device byte {start} ends past the {device}-byte device"
+            )),
+        }
+    };
+    match &rec.record {
+        Some(Record::Batch(b)) => {
+            for e in &b.events {
+                match &e.kind {
+                    Some(Kind::Write(w)) => {
+                        if w.len > MAX_EVENT_BYTES {
+                            return Err(format!(
+                                "write event of {} bytes exceeds the {MAX_EVENT_BYTES}-byte limit of one write",
+                                w.len
+                            ));
+                        }
+                        file_range("write event", w.offset, w.len)?;
+                    }
+                    Some(Kind::Invalidate(i)) => file_range("invalidation", i.offset, i.len)?,
+                    _ => {}
+                }
+            }
+        }
+        Some(Record::Block(b)) => device_range(
+            "block request",
+            b.sector.saturating_mul(512),
+            u64::from(b.nr_sectors) * 512,
+        )?,
+        Some(Record::Extent(x)) => device_range(
+            "extent",
+            x.device_block.saturating_mul(PAGE),
+            u64::from(x.len_blocks) * PAGE,
+        )?,
+        Some(Record::Device(d)) if d.size_bytes > MAX_DEVICE_BYTES => {
+            return Err(format!(
+                "recorded device of {} bytes exceeds the {MAX_DEVICE_BYTES}-byte replay limit",
+                d.size_bytes
+            ))
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
 fn file_of(f: &Option<wire::FileId>) -> (u64, u64) {
     f.as_ref().map(|f| (f.dev, f.ino)).unwrap_or((0, 0))
 }
@@ -281,8 +350,17 @@ impl Replay {
             evs.push((t, e.rank(), seq, e));
             seq += 1;
         };
-        for rec in TraceReader::open(path)? {
-            match rec?.record {
+        let mut reader = TraceReader::open(path)?;
+        loop {
+            let at = reader.offset();
+            let Some(rec) = reader.next_record()? else {
+                break;
+            };
+            check_record(&rec, device_size).map_err(|what| ReplayError::Bad {
+                path: name.clone(),
+                what: format!("byte offset {at}: {what}"),
+            })?;
+            match rec.record {
                 Some(Record::Batch(b)) => {
                     for e in b.events {
                         let t = e.time_ns;

@@ -13,7 +13,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::config::Geometry;
+use crate::geometry::Geometry;
 
 /// Flash latencies and bus bandwidth. Defaults are typical MLC NAND figures
 /// (those of the MQSim simulator's default device).

@@ -18,8 +18,11 @@
 //! This crate does no I/O on its own beyond trace files, spawns no threads and
 //! owns no sockets: the daemon and the CLI do that.
 
+#![deny(missing_docs)]
+
 pub mod app_hints;
 pub mod autostream;
+pub mod env;
 pub mod hint;
 pub mod lifetime;
 #[cfg(feature = "learn")]

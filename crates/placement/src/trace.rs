@@ -100,6 +100,11 @@ impl<R: BufRead> TraceReader<R> {
         self
     }
 
+    /// Byte offset of the next record (of the record just read, before reading it).
+    pub fn offset(&self) -> u64 {
+        self.offset
+    }
+
     /// The path given at construction.
     pub fn path(&self) -> &Path {
         &self.path

@@ -4,6 +4,7 @@
 //! lives very differently long.
 
 use super::*;
+use ftl_sim::replay::Source;
 use pcstream_placement::trace::TraceWriter;
 use pcstream_placement::wire::{self, event::Kind, trace_record::Record};
 
@@ -502,7 +503,7 @@ fn json_has_the_tables_and_svg_charts_are_written() {
     assert_eq!(runs[1]["signatures"], 2);
 
     let out = dir.path().join("charts");
-    let files = crate::charts::write_all(&rep, &out).unwrap();
+    let files = charts::write_all(&rep, &out).unwrap();
     let names: Vec<String> = files
         .iter()
         .map(|f| f.file_name().unwrap().to_string_lossy().into_owned())
@@ -540,7 +541,7 @@ fn several_traces_get_a_summary_chart() {
     assert_eq!(rep.traces.len(), 2);
     assert_eq!(rep.traces[0].runs[0].waf, rep.traces[1].runs[0].waf);
     let out = dir.path().join("charts");
-    let files = crate::charts::write_all(&rep, &out).unwrap();
+    let files = charts::write_all(&rep, &out).unwrap();
     let all = out.join("all-waf-internal-off.svg");
     assert!(files.contains(&all), "{files:?}");
     assert!(out.join("2-files-waf.svg").exists());
@@ -600,7 +601,24 @@ fn a_report_without_gc_says_placement_cannot_show() {
     };
     let rep = compare(std::slice::from_ref(&p), &roomy).unwrap();
     assert!(rep.traces[0].runs.iter().all(|r| r.gc_pages == 0));
-    assert!(render(&rep).contains("note: GC copied less than 1%"));
+    // One line at the top of the trace's section, before the tables, with the command that ages the device.
+    let text = render(&rep);
+    let lines: Vec<&str> = text.lines().collect();
+    let head = lines.iter().position(|l| l.starts_with("== ")).unwrap();
+    let note = lines[head + 1];
+    assert!(
+        note.starts_with("note: GC copied nothing under every policy"),
+        "{text}"
+    );
+    assert!(
+        note.contains("pcstreamctl record --device-trace --device-fill 0.9"),
+        "{note}"
+    );
+    assert!(
+        note.contains("pcstreamctl compare --prefill 0 --warmup-passes 1"),
+        "{note}"
+    );
+    assert_eq!(text.matches("note: GC copied").count(), 1, "{text}");
     // The tight default of these tests makes GC copy: no note.
     let tight = Options {
         policies: vec!["baseline".into()],

@@ -145,6 +145,7 @@ pub struct TraceReader<R> {
     format: Format,
     blkparse: BlkparseOptions,
     buf: String,
+    bytes_buf: Vec<u8>,
     line: u64,
     bytes: u64,
     fio_version: u8,
@@ -166,11 +167,78 @@ impl TraceReader<BufReader<File>> {
     }
 }
 
+/// Longest line a reader accepts: a block-trace line is under 200 bytes, so
+/// this only stops a binary or corrupt file from being read into memory whole.
+pub const MAX_LINE: usize = 64 << 10;
+
+/// Longest piece of input quoted in an error message.
+const MAX_QUOTE: usize = 40;
+
+/// `s` in backquotes, cut to [`MAX_QUOTE`] characters with its length if longer.
+fn quote(s: &str) -> String {
+    if s.len() <= MAX_QUOTE {
+        return format!("`{s}`");
+    }
+    let mut end = MAX_QUOTE;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("`{}…` ({} bytes)", &s[..end], s.len())
+}
+
+/// Why a line could not be read.
+enum LineError {
+    Io(std::io::Error),
+    /// The line is longer than [`MAX_LINE`].
+    TooLong,
+    /// The line (of this many bytes) is not UTF-8.
+    NotText(usize),
+}
+
+/// Reads one line (newline included) into `out` through `scratch`, never
+/// holding more than [`MAX_LINE`] bytes of it; returns its length, 0 at EOF.
+fn read_line_bounded<R: BufRead>(
+    input: &mut R,
+    scratch: &mut Vec<u8>,
+    out: &mut String,
+) -> Result<usize, LineError> {
+    scratch.clear();
+    loop {
+        let avail = match input.fill_buf() {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(LineError::Io(e)),
+        };
+        if avail.is_empty() {
+            break;
+        }
+        let (take, done) = match avail.iter().position(|&b| b == b'\n') {
+            Some(i) => (i + 1, true),
+            None => (avail.len(), false),
+        };
+        if scratch.len() + take > MAX_LINE + 1 {
+            return Err(LineError::TooLong);
+        }
+        scratch.extend_from_slice(&avail[..take]);
+        input.consume(take);
+        if done {
+            break;
+        }
+    }
+    match std::str::from_utf8(scratch) {
+        Ok(text) => {
+            out.push_str(text);
+            Ok(scratch.len())
+        }
+        Err(_) => Err(LineError::NotText(scratch.len())),
+    }
+}
+
 fn num<T: FromStr>(field: Option<&str>, what: &str) -> Result<T, String> {
     let f = field.ok_or_else(|| format!("missing {what}"))?;
     f.trim()
         .parse()
-        .map_err(|_| format!("{what} `{f}` is not a non-negative integer"))
+        .map_err(|_| format!("{what} {} is not a non-negative integer", quote(f)))
 }
 
 impl<R: BufRead> TraceReader<R> {
@@ -182,6 +250,7 @@ impl<R: BufRead> TraceReader<R> {
             format,
             blkparse: BlkparseOptions::default(),
             buf: String::new(),
+            bytes_buf: Vec::new(),
             line: 0,
             bytes: 0,
             fio_version: 0,
@@ -216,7 +285,7 @@ impl<R: BufRead> TraceReader<R> {
                 return None;
             }
             self.buf.clear();
-            match self.input.read_line(&mut self.buf) {
+            match read_line_bounded(&mut self.input, &mut self.bytes_buf, &mut self.buf) {
                 Ok(0) => {
                     self.done = true;
                     if self.format == Format::Fio && self.fio_version == 0 {
@@ -228,10 +297,22 @@ impl<R: BufRead> TraceReader<R> {
                     self.line += 1;
                     self.bytes += n as u64;
                 }
-                Err(e) => {
+                Err(LineError::Io(e)) => {
                     self.done = true;
                     let msg = format!("read error: {e}");
                     return Some(Err(self.error(msg)));
+                }
+                Err(LineError::TooLong) => {
+                    self.done = true;
+                    self.line += 1;
+                    let msg = format!("line longer than the {MAX_LINE}-byte limit");
+                    return Some(Err(self.error(msg)));
+                }
+                Err(LineError::NotText(n)) => {
+                    self.done = true;
+                    self.line += 1;
+                    self.bytes += n as u64;
+                    return Some(Err(self.error("line is not UTF-8 text".into())));
                 }
             }
             let parsed = match self.format {
@@ -245,7 +326,8 @@ impl<R: BufRead> TraceReader<R> {
                             other => {
                                 self.done = true;
                                 let msg = format!(
-                                    "expected `fio version 2 iolog` or `fio version 3 iolog`, found `{other}`"
+                                    "expected `fio version 2 iolog` or `fio version 3 iolog`, found {}",
+                                    quote(other)
                                 );
                                 return Some(Err(self.error(msg)));
                             }
@@ -287,7 +369,7 @@ fn parse_msr(line: &str, no: u64) -> Result<Option<Record>, String> {
     } else if ty.eq_ignore_ascii_case("read") {
         Kind::Read
     } else {
-        return Err(format!("type `{ty}` is neither Read nor Write"));
+        return Err(format!("type {} is neither Read nor Write", quote(ty)));
     };
     let offset = num(f.next(), "offset")?;
     let len = num(f.next(), "size")?;
@@ -330,7 +412,7 @@ fn parse_blkparse(line: &str, no: u64, action: char) -> Result<Option<Record>, S
     let _seq: u64 = num(t.next(), "sequence number")?;
     let ts = t.next().ok_or("missing timestamp")?;
     if ts.parse::<f64>().is_err() {
-        return Err(format!("timestamp `{ts}` is not a number"));
+        return Err(format!("timestamp {} is not a number", quote(ts)));
     }
     let _pid: u64 = num(t.next(), "pid")?;
     let act = t.next().ok_or("missing action")?;
@@ -372,7 +454,7 @@ fn parse_fio(line: &str, no: u64, version: u8) -> Result<Option<Record>, String>
     };
     if version == 3 {
         if first.parse::<u64>().is_err() {
-            return Err(format!("timestamp `{first}` is not an integer"));
+            return Err(format!("timestamp {} is not an integer", quote(first)));
         }
         t.next().ok_or("missing file name")?;
     }
@@ -382,7 +464,7 @@ fn parse_fio(line: &str, no: u64, version: u8) -> Result<Option<Record>, String>
         "write" => Kind::Write,
         "trim" => Kind::Discard,
         "add" | "open" | "close" | "sync" | "datasync" | "wait" => return Ok(None),
-        other => return Err(format!("unknown action `{other}`")),
+        other => return Err(format!("unknown action {}", quote(other))),
     };
     let offset = num(t.next(), "offset")?;
     let len = num(t.next(), "length")?;
@@ -424,6 +506,42 @@ mod tests {
             (Kind::Write, 8192, 12288, Some(3), 2)
         );
         assert_eq!(r[0].as_ref().unwrap().kind, Kind::Read);
+    }
+
+    #[test]
+    fn endless_or_binary_lines_are_bounded_errors() {
+        // A file with no newline (`/dev/zero`) stops at the line limit, for every format.
+        for format in [Format::Msr, Format::Blkparse, Format::Fio] {
+            let zeros = std::io::BufReader::new(std::io::Read::take(std::io::repeat(0), 64 << 20));
+            let mut r = TraceReader::new(PathBuf::from("z"), zeros, format);
+            let e = r.next().unwrap().unwrap_err().to_string();
+            assert_eq!(
+                e,
+                format!("z:1: line longer than the {MAX_LINE}-byte limit")
+            );
+            assert!(r.next().is_none(), "one error, then the end");
+        }
+        let r = read(Format::Msr, "1,h,0,Write,0,4096,1\n");
+        assert!(r[0].is_ok());
+        let bytes: &[u8] = b"1,h,0,Write,0,4096,1\n\xff\xfe\n";
+        let r: Vec<_> = TraceReader::new(PathBuf::from("b"), bytes, Format::Msr).collect();
+        assert_eq!(
+            r[1].as_ref().unwrap_err().to_string(),
+            "b:2: line is not UTF-8 text"
+        );
+    }
+
+    #[test]
+    fn long_fields_are_elided_in_errors() {
+        let t = format!("1,h,0,Write,{},4096,1\n", "9".repeat(20_000));
+        let e = read(Format::Msr, &t).remove(0).unwrap_err();
+        assert_eq!(
+            e,
+            format!(
+                "t.txt:1: offset `{}…` (20000 bytes) is not a non-negative integer",
+                "9".repeat(40)
+            )
+        );
     }
 
     #[test]

@@ -10,7 +10,7 @@ use anyhow::{anyhow, Context};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use crate::compare::{Report, RunReport, TraceReport};
+use super::report::{Report, RunReport, TraceReport};
 
 const OFF: RGBColor = RGBColor(0x4c, 0x72, 0xb0);
 const ON: RGBColor = RGBColor(0xdd, 0x84, 0x52);

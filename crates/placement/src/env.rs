@@ -1,0 +1,42 @@
+//! The `PCSTREAM_*` environment variables: one name each, shared by the shim
+//! (which reads them), the CLI (which sets them for the commands it runs) and
+//! the tests. Plain `&str` constants, usable without the `learn` feature.
+
+/// `1` turns the shim off (it forwards every call untouched).
+pub const DISABLE: &str = "PCSTREAM_DISABLE";
+/// Directory the shim writes per-process trace files into (record mode).
+pub const RECORD_DIR: &str = "PCSTREAM_RECORD_DIR";
+/// Unix datagram socket of the daemon the shim sends events to.
+pub const SOCKET: &str = "PCSTREAM_SOCKET";
+/// Static signature → stream map file (lines `<signature-hex> <stream>`).
+pub const MAP: &str = "PCSTREAM_MAP";
+/// Maximum stack frames per signature (1..=16).
+pub const FRAMES: &str = "PCSTREAM_FRAMES";
+/// Stack unwinder: `auto`, `fp`, `scan` or `exact`.
+pub const UNWIND: &str = "PCSTREAM_UNWIND";
+/// Stack words the `scan` unwinder reads (16..=65536).
+pub const SCAN_WORDS: &str = "PCSTREAM_SCAN_WORDS";
+/// `1` makes the shim replace the application's own write-life hints.
+pub const FIX_APP_HINTS: &str = "PCSTREAM_FIX_APP_HINTS";
+/// Longest time events wait in a batch before being sent, in milliseconds.
+pub const FLUSH_MS: &str = "PCSTREAM_FLUSH_MS";
+/// `1` makes the shim log its decisions to standard error.
+pub const DEBUG: &str = "PCSTREAM_DEBUG";
+/// Path of the shim library (`libpcstream.so`) the CLI preloads.
+pub const SHIM: &str = "PCSTREAM_SHIM";
+/// Working directory of a `record --device-trace` command (the scratch file system).
+pub const DEVICE_DIR: &str = "PCSTREAM_DEVICE_DIR";
+
+/// Every variable the shim reads, for tests and documentation.
+pub const SHIM_VARS: &[&str] = &[
+    DISABLE,
+    RECORD_DIR,
+    SOCKET,
+    MAP,
+    FRAMES,
+    UNWIND,
+    SCAN_WORDS,
+    FIX_APP_HINTS,
+    FLUSH_MS,
+    DEBUG,
+];
