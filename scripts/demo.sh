@@ -1,7 +1,13 @@
 #!/usr/bin/env bash
-# The main job: record a real RocksDB workload (Debian's db_bench) under the
-# shim, show which program contexts wrote what, and compare every placement
-# policy on a simulated multi-stream SSD.
+# The main job, the live system: pcstreamd runs in a temporary runtime/state
+# directory; a real RocksDB workload (Debian's db_bench) runs under the shim,
+# which sends its events to the daemon (and records them); the daemon learns
+# each program context's lifetime and publishes the signature -> stream
+# mapping; `pcstreamctl status / streams / contexts` show what it learnt;
+# the daemon is restarted (state saved at SIGTERM, reloaded at start) and a
+# second run starts from the persisted table; finally every placement policy
+# is compared on a simulated multi-stream SSD over the recorded run
+# (pcstream there is the same engine the daemon runs: tests/tests/daemon_online.rs).
 #
 # As root the recording is ground truth: db_bench runs on a scratch ext4 over
 # a loop device and tracefs records what the device really receives
@@ -15,27 +21,62 @@ keys=200000
 if [ "${1:-}" = "--keys" ]; then keys=$2; fi
 scripts/install-deps.sh
 echo "== building pcstreamctl and libpcstream.so (release)"
-cargo build --release -q -p pcstreamctl -p pcstream-preload
+cargo build --release -q -p pcstreamctl -p pcstream-preload -p pcstreamd
 ctl=${CARGO_TARGET_DIR:-$PWD/target}/release/pcstreamctl
+daemon=${CARGO_TARGET_DIR:-$PWD/target}/release/pcstreamd
 out=${PCSTREAM_DEMO_DIR:-$(mktemp -d /tmp/pcstream-demo.XXXXXX)}
 mkdir -p "$out"
+run="$out/run"; state="$out/state"
+dpid=
+start_daemon() {
+  "$daemon" --runtime-dir "$run" --state-dir "$state" 2>>"$out/pcstreamd.log" &
+  dpid=$!
+  for _ in $(seq 100); do [ -S "$run/ctl.sock" ] && return 0; sleep 0.1; done
+  echo "pcstreamd did not start; see $out/pcstreamd.log" >&2; exit 1
+}
+stop_daemon() { if [ -n "$dpid" ]; then kill -TERM "$dpid" 2>/dev/null || true; wait "$dpid" 2>/dev/null || true; dpid=; fi; }
+trap stop_daemon EXIT
+echo "== starting pcstreamd (runtime dir $run, state dir $state; log $out/pcstreamd.log)"
+rm -f "$run/ctl.sock"
+start_daemon
+export PCSTREAM_RUNTIME_DIR="$run"
 dbargs=(--benchmarks=fillrandom,updaterandom "--num=$keys" --value_size=800
         --write_buffer_size=4194304 --target_file_size_base=4194304
         --max_bytes_for_level_base=16777216 --compression_type=none --statistics=0
         --wal_bytes_per_sync=65536 --bytes_per_sync=262144)
-echo "== recording db_bench (${keys} keys, fillrandom + updaterandom) under the shim into $out/rec"
+echo "== run 1: db_bench (${keys} keys, fillrandom + updaterandom) under the shim, the daemon learning (recorded into $out/rec)"
 if [ "$(id -u)" = 0 ]; then
   # A device the database nearly fills, so its own data ages the flash.
-  "$ctl" record --force --device-trace --device-size 512M -o "$out/rec" -- \
+  "$ctl" record --socket "$run/events.sock" --force --device-trace --device-size 512M -o "$out/rec" -- \
     db_bench --db=./db --wal_dir=./db "${dbargs[@]}" >"$out/db_bench.log"
 else
   echo "   (not root: file-level trace only; replay uses the file-system allocation model)"
-  "$ctl" record --force -o "$out/rec" -- \
+  "$ctl" record --socket "$run/events.sock" --force -o "$out/rec" -- \
     db_bench --db="$out/db" --wal_dir="$out/db" "${dbargs[@]}" >"$out/db_bench.log"
 fi
 echo
-echo "== the program contexts that wrote the data (top 4)"
-"$ctl" trace-stats "$out/rec/trace.pcstrace" --top 4 --frames 5
+echo "== what the daemon learnt: pcstreamctl status / streams / contexts"
+"$ctl" status
+echo
+"$ctl" streams
+echo
+"$ctl" contexts --limit 4
+echo
+echo "== the published mapping (read-only to clients; the shim applies it once wired, issue #11)"
+ls -l "$run"
+echo
+echo "== restart: SIGTERM saves the learnt table, the new daemon reloads it and publishes at once"
+stop_daemon
+ls -l "$state"
+start_daemon
+"$ctl" status | sed -n '1p;6,7p'
+echo
+echo "== run 2: db_bench again, starting from the persisted table"
+rm -rf "$out/db2"
+"$ctl" run --socket "$run/events.sock" -- \
+  db_bench --db="$out/db2" --wal_dir="$out/db2" "${dbargs[@]}" >"$out/db_bench2.log" 2>&1
+"$ctl" streams
+stop_daemon
 echo
 echo "== every placement policy on a simulated SSD (9 streams, 7% OP; the device as recorded, steady state, no TRIM)"
 "$ctl" compare "$out/rec/trace.pcstrace" --prefill 0 --warmup-passes 1 --trim off \

@@ -7,6 +7,7 @@
 #   strace, nm      strace, binutils   shim tests (syscall counts, symbol offsets)
 #   mkfs.ext4       e2fsprogs      `record --device-trace` scratch file systems
 #   losetup         mount          loop devices for `record --device-trace`
+#   systemd-analyze systemd        checks packaging/pcstreamd.service (verify, security)
 set -euo pipefail
 need=()
 check() { command -v "$1" >/dev/null || need+=("$2"); }
@@ -18,6 +19,7 @@ check strace strace
 check nm binutils
 check mkfs.ext4 e2fsprogs
 check losetup mount
+check systemd-analyze systemd
 command -v cargo >/dev/null || { echo "install-deps: cargo not found: install Rust (rustup) first" >&2; exit 1; }
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then

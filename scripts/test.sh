@@ -14,3 +14,9 @@ echo "== cargo build (the integration tests run the built libpcstream.so and pcs
 cargo build --workspace --release
 echo "== cargo test"
 cargo test --workspace --release --no-fail-fast -- --test-threads=2
+if [ "${PCSTREAM_SKIP_FUZZ:-0}" != 1 ]; then
+  # Short libFuzzer runs of fuzz/ (nightly + cargo-fuzz, installed when missing):
+  # ~5 min to build the first time on 2 cores, then 20 s per target.
+  echo "== fuzz (scripts/fuzz.sh 20)"
+  scripts/fuzz.sh 20
+fi

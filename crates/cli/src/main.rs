@@ -8,6 +8,7 @@ use clap::{Parser, Subcommand};
 
 mod charts;
 mod compare;
+mod daemon;
 mod devtrace;
 mod extents;
 mod launch;
@@ -39,6 +40,9 @@ enum Command {
     TraceStats(trace_stats::TraceStatsArgs),
     /// Replay traces through every placement policy on a simulated SSD: WAF, IOPS, lifetimes.
     Compare(compare::CompareArgs),
+    /// Ask the running pcstreamd (status, contexts, streams, watch, export, import).
+    #[command(flatten)]
+    Daemon(daemon::DaemonCmd),
 }
 
 fn main() -> std::process::ExitCode {
@@ -49,6 +53,7 @@ fn main() -> std::process::ExitCode {
         Command::Record(a) => record::run(a),
         Command::TraceStats(a) => trace_stats::run(a),
         Command::Compare(a) => compare::run(a),
+        Command::Daemon(d) => daemon::run(d),
     };
     match result {
         Ok(code) => code,

@@ -25,6 +25,8 @@ pub mod lifetime;
 #[cfg(feature = "learn")]
 pub mod mapper;
 #[cfg(feature = "learn")]
+pub mod online;
+#[cfg(feature = "learn")]
 pub mod oracle;
 #[cfg(feature = "learn")]
 pub mod pcstream;
@@ -34,6 +36,7 @@ pub mod policy;
 #[cfg(all(test, feature = "learn"))]
 mod scenarios;
 pub mod signature;
+pub mod table;
 pub mod trace;
 
 /// Messages generated from `proto/pcstream.proto` (package `pcstream.v1`).

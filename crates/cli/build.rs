@@ -1,0 +1,14 @@
+//! Generates the gRPC client of `proto/pcstream.proto` (pcstreamd's
+//! service) with tonic, using protox (no system `protoc`); the messages are
+//! pcstream-placement's (`pcstream_placement::wire`).
+fn main() {
+    let proto_dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../proto");
+    let proto = format!("{proto_dir}/pcstream.proto");
+    println!("cargo:rerun-if-changed={proto}");
+    let fds = protox::compile([&proto], [proto_dir]).expect("compile proto/pcstream.proto");
+    tonic_prost_build::configure()
+        .build_server(false)
+        .extern_path(".pcstream.v1", "::pcstream_placement::wire")
+        .compile_fds(fds)
+        .expect("generate the gRPC client for proto/pcstream.proto");
+}

@@ -1,0 +1,569 @@
+//! `pcstreamctl status | contexts | streams | watch | export | import`: the
+//! gRPC client of pcstreamd on `<runtime dir>/ctl.sock` (`--runtime-dir`,
+//! else `$PCSTREAM_RUNTIME_DIR`, else `/run/pcstream`). Human tables by
+//! default, `--json` for machines; a daemon that is not running is one line
+//! naming the socket tried.
+
+use anyhow::{anyhow, Context as _};
+use clap::{Args, Subcommand};
+use hyper_util::rt::TokioIo;
+use pcstream_placement::wire;
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use tonic::transport::{Channel, Endpoint};
+
+#[allow(missing_docs, clippy::all, missing_debug_implementations)]
+mod proto {
+    tonic::include_proto!("pcstream.v1");
+}
+use proto::pc_stream_client::PcStreamClient;
+
+/// Where the daemon is, shared by the daemon subcommands.
+#[derive(Debug, Clone, Args)]
+pub struct Conn {
+    /// pcstreamd's runtime directory (holds ctl.sock) [env: PCSTREAM_RUNTIME_DIR; default /run/pcstream]
+    #[arg(long)]
+    pub runtime_dir: Option<PathBuf>,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// The daemon subcommands.
+#[derive(Debug, Subcommand)]
+pub enum DaemonCmd {
+    /// The daemon's counters: clients, events/s, drops, memory, signatures.
+    Status(Conn),
+    /// Program contexts the daemon learnt: call path, lifetime, stream, bytes.
+    Contexts(ContextsArgs),
+    /// Streams: lifetime centroid, member signatures, bytes, hint.
+    Streams(Conn),
+    /// Live view of streams and top contexts (plain lines when not a terminal).
+    Watch(WatchArgs),
+    /// Write the learned table to a file (JSON), for another host.
+    Export(ExportArgs),
+    /// Load a learned table exported by `export` (root or the daemon's user).
+    Import(ImportArgs),
+    /// Pin a signature to a stream by hand (root or the daemon's user).
+    Pin(PinArgs),
+    /// Re-cluster every learner now (root or the daemon's user).
+    Recluster(Conn),
+}
+
+/// `pin` options.
+#[derive(Debug, Clone, Args)]
+pub struct PinArgs {
+    #[command(flatten)]
+    pub conn: Conn,
+    /// Signature (hex, as `contexts` prints it).
+    pub signature: String,
+    /// Stream id (0 .. streams-1).
+    pub stream: u32,
+    /// Learner (uid) whose table to change (default: your uid).
+    #[arg(long)]
+    pub uid: Option<u32>,
+}
+
+/// `contexts` options.
+#[derive(Debug, Clone, Args)]
+pub struct ContextsArgs {
+    #[command(flatten)]
+    pub conn: Conn,
+    /// Show at most N contexts (heaviest first; 0 = all).
+    #[arg(long, default_value_t = 20)]
+    pub limit: u32,
+    /// Frames as module+offset only (no symbol lookup).
+    #[arg(long)]
+    pub raw: bool,
+}
+
+/// `watch` options.
+#[derive(Debug, Clone, Args)]
+pub struct WatchArgs {
+    #[command(flatten)]
+    pub conn: Conn,
+    /// Refresh period, milliseconds.
+    #[arg(long, default_value_t = 1000)]
+    pub interval_ms: u64,
+    /// Stop after N refreshes (0 = until q / Ctrl-C).
+    #[arg(long, default_value_t = 0)]
+    pub count: u64,
+}
+
+/// `export` options.
+#[derive(Debug, Clone, Args)]
+pub struct ExportArgs {
+    #[command(flatten)]
+    pub conn: Conn,
+    /// Output file ("-" = stdout).
+    #[arg(short, long, default_value = "-")]
+    pub output: PathBuf,
+}
+
+/// `import` options.
+#[derive(Debug, Clone, Args)]
+pub struct ImportArgs {
+    #[command(flatten)]
+    pub conn: Conn,
+    /// A file written by `pcstreamctl export`.
+    pub file: PathBuf,
+}
+
+/// The runtime directory the client uses.
+pub fn runtime_dir(c: &Conn) -> PathBuf {
+    c.runtime_dir
+        .clone()
+        .or_else(|| std::env::var_os("PCSTREAM_RUNTIME_DIR").map(PathBuf::from))
+        .unwrap_or_else(|| PathBuf::from("/run/pcstream"))
+}
+
+async fn connect(sock: &Path) -> anyhow::Result<PcStreamClient<Channel>> {
+    let p = sock.to_path_buf();
+    let ch = Endpoint::try_from("http://[::1]:0")?
+        .connect_with_connector(tower::service_fn(move |_: tonic::transport::Uri| {
+            let p = p.clone();
+            async move {
+                Ok::<_, std::io::Error>(TokioIo::new(tokio::net::UnixStream::connect(p).await?))
+            }
+        }))
+        .await
+        .map_err(|e| {
+            let why = std::error::Error::source(&e)
+                .map(|s| s.to_string())
+                .unwrap_or_else(|| e.to_string());
+            anyhow!(
+                "pcstreamd is not reachable at {} ({why}): is the daemon running?",
+                sock.display()
+            )
+        })?;
+    Ok(PcStreamClient::new(ch).max_decoding_message_size(256 << 20))
+}
+
+fn status_err(sock: &Path, s: tonic::Status) -> anyhow::Error {
+    anyhow!("pcstreamd ({}): {}", sock.display(), s.message())
+}
+
+/// Runs a daemon subcommand.
+pub fn run(cmd: DaemonCmd) -> anyhow::Result<std::process::ExitCode> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let conn = match &cmd {
+        DaemonCmd::Status(c) | DaemonCmd::Streams(c) | DaemonCmd::Recluster(c) => c.clone(),
+        DaemonCmd::Pin(a) => a.conn.clone(),
+        DaemonCmd::Contexts(a) => a.conn.clone(),
+        DaemonCmd::Watch(a) => a.conn.clone(),
+        DaemonCmd::Export(a) => a.conn.clone(),
+        DaemonCmd::Import(a) => a.conn.clone(),
+    };
+    rt.block_on(run_async(conn, cmd))?;
+    Ok(std::process::ExitCode::SUCCESS)
+}
+
+async fn run_async(conn: Conn, cmd: DaemonCmd) -> anyhow::Result<()> {
+    let sock = runtime_dir(&conn).join("ctl.sock");
+    let mut c = connect(&sock).await?;
+    let e = |s| status_err(&sock, s);
+    match cmd {
+        DaemonCmd::Status(_) => {
+            let r = c
+                .status(wire::StatusRequest {})
+                .await
+                .map_err(e)?
+                .into_inner();
+            if conn.json {
+                println!("{}", serde_json::to_string_pretty(&status_json(&r))?);
+            } else {
+                print!("{}", status_text(&r));
+            }
+        }
+        DaemonCmd::Contexts(a) => {
+            let r = c
+                .contexts(wire::ContextsRequest {
+                    symbolize: !a.raw,
+                    limit: a.limit,
+                })
+                .await
+                .map_err(e)?
+                .into_inner();
+            let mut sym = crate::symbolize::Symbolizer::new();
+            let rows: Vec<_> = r
+                .contexts
+                .iter()
+                .map(|x| context_json(x, (!a.raw).then_some(&mut sym)))
+                .collect();
+            if conn.json {
+                println!("{}", serde_json::to_string_pretty(&rows)?);
+            } else {
+                print!("{}", contexts_text(&rows));
+            }
+        }
+        DaemonCmd::Streams(_) => {
+            let r = c
+                .streams(wire::StreamsRequest {})
+                .await
+                .map_err(e)?
+                .into_inner();
+            if conn.json {
+                println!("{}", serde_json::to_string_pretty(&streams_json(&r))?);
+            } else {
+                print!("{}", streams_text(&r));
+            }
+        }
+        DaemonCmd::Watch(a) => watch(&mut c, &sock, &conn, &a).await?,
+        DaemonCmd::Export(a) => {
+            let r = c
+                .export(wire::ExportRequest {})
+                .await
+                .map_err(e)?
+                .into_inner();
+            if a.output == Path::new("-") {
+                std::io::stdout().write_all(&r.state_json)?;
+            } else {
+                std::fs::write(&a.output, &r.state_json)
+                    .with_context(|| format!("write {}", a.output.display()))?;
+                eprintln!(
+                    "exported {} bytes to {}",
+                    r.state_json.len(),
+                    a.output.display()
+                );
+            }
+        }
+        DaemonCmd::Pin(a) => {
+            let sig = u64::from_str_radix(a.signature.trim_start_matches("0x"), 16)
+                .map_err(|_| anyhow!("signature {:?} is not hexadecimal", a.signature))?;
+            // SAFETY: getuid has no preconditions.
+            let uid = a.uid.unwrap_or_else(|| unsafe { libc::getuid() });
+            let r = c
+                .set_streams(wire::SetStreamsRequest {
+                    uid,
+                    signature_to_stream: [(sig, a.stream)].into_iter().collect(),
+                })
+                .await
+                .map_err(e)?
+                .into_inner();
+            println!("pinned {} signature(s)", r.applied);
+        }
+        DaemonCmd::Recluster(_) => {
+            let r = c
+                .recluster(wire::ReclusterRequest {})
+                .await
+                .map_err(e)?
+                .into_inner();
+            println!("re-clustered: mapping generation {}", r.mapping_generation);
+        }
+        DaemonCmd::Import(a) => {
+            let data =
+                std::fs::read(&a.file).with_context(|| format!("read {}", a.file.display()))?;
+            let r = c
+                .import(wire::ImportRequest { state_json: data })
+                .await
+                .map_err(e)?
+                .into_inner();
+            if conn.json {
+                println!("{}", serde_json::json!({ "signatures": r.signatures }));
+            } else {
+                println!(
+                    "imported {} signatures from {}",
+                    r.signatures,
+                    a.file.display()
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+fn status_json(r: &wire::StatusReply) -> serde_json::Value {
+    serde_json::json!({
+        "version": r.version, "uptime_s": r.uptime_s, "clients": r.clients,
+        "events": r.events, "events_per_s": r.events_per_s, "batches": r.batches,
+        "events_dropped_by_clients": r.events_dropped, "malformed_datagrams": r.malformed,
+        "rejected_requests": r.rejected_requests, "signatures": r.signatures,
+        "learners": r.learners, "streams": r.streams, "mapping_generation": r.mapping_generation,
+        "last_recluster_s_ago": r.last_recluster_s, "live_chunks": r.live_chunks,
+        "live_chunks_cap": r.live_chunks_cap, "rss_bytes": r.rss_bytes, "clock_pages": r.clock_pages,
+    })
+}
+
+fn status_text(r: &wire::StatusReply) -> String {
+    let recl = if r.last_recluster_s == 0 {
+        "never".to_string()
+    } else {
+        format!("{} s ago", r.last_recluster_s)
+    };
+    format!(
+        "pcstreamd {}  up {} s\n\
+         clients            {}\n\
+         events             {} ({:.0}/s), {} batches\n\
+         dropped by clients {}\n\
+         malformed          {} datagrams, {} refused requests\n\
+         signatures         {} in {} learner(s)\n\
+         streams            {} (mapping generation {}, last change {recl})\n\
+         live chunks        {} of {}\n\
+         memory (RSS)       {:.1} MiB\n\
+         logical clock      {} pages ({:.1} MiB written)\n",
+        r.version,
+        r.uptime_s,
+        r.clients,
+        r.events,
+        r.events_per_s,
+        r.batches,
+        r.events_dropped,
+        r.malformed,
+        r.rejected_requests,
+        r.signatures,
+        r.learners,
+        r.streams,
+        r.mapping_generation,
+        r.live_chunks,
+        r.live_chunks_cap,
+        r.rss_bytes as f64 / 1048576.0,
+        r.clock_pages,
+        r.clock_pages as f64 / 256.0,
+    )
+}
+
+/// Splits "path+0xoffset".
+fn split_frame(f: &str) -> Option<(&str, u64)> {
+    let (p, o) = f.rsplit_once("+0x")?;
+    Some((p, u64::from_str_radix(o, 16).ok()?))
+}
+
+fn context_json(
+    x: &wire::Context,
+    sym: Option<&mut crate::symbolize::Symbolizer>,
+) -> serde_json::Value {
+    let frames: Vec<String> = match sym {
+        Some(s) => x
+            .frames
+            .iter()
+            .map(|f| match split_frame(f) {
+                Some((p, o)) if p.starts_with('/') => {
+                    let key = pcstream_placement::signature::module_key_from_path(p.as_bytes(), 0);
+                    s.resolve(key, p, &[], o).display()
+                }
+                _ => f.clone(),
+            })
+            .collect(),
+        None => x.frames.clone(),
+    };
+    let life = |v: f64| (v.is_finite()).then(|| 2f64.powf(v) * 4096.0);
+    serde_json::json!({
+        "signature": format!("{:016x}", x.signature), "uid": x.uid, "stream": x.stream,
+        "bytes_written": x.bytes_written, "deaths": x.lifetime_samples, "dead_pages": x.dead_pages,
+        "lifetime_estimate_bytes": life(x.estimate_log2_lifetime_pages),
+        "lifetime_mean_bytes": (x.lifetime_samples > 0).then(|| 2f64.powf(x.mean_log2_lifetime_pages) * 4096.0),
+        "lifetime_histogram_log2_pages": x.lifetime_histogram, "programs": x.programs, "frames": frames,
+    })
+}
+
+fn human_bytes(b: f64) -> String {
+    let units = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = b;
+    let mut i = 0;
+    while v >= 1024.0 && i + 1 < units.len() {
+        v /= 1024.0;
+        i += 1;
+    }
+    format!("{v:.1} {}", units[i])
+}
+
+fn contexts_text(rows: &[serde_json::Value]) -> String {
+    let mut s = format!(
+        "{:<16} {:>6} {:>6} {:>11} {:>7} {:>13}  {}\n",
+        "SIGNATURE", "UID", "STREAM", "WRITTEN", "DEATHS", "LIFETIME", "PROGRAMS / CALL PATH"
+    );
+    for r in rows {
+        let life = r["lifetime_estimate_bytes"]
+            .as_f64()
+            .map_or("-".into(), |b| format!("{} wr", human_bytes(b)));
+        let uid = r["uid"].as_u64().unwrap_or(0);
+        let uid = if uid == u64::from(u32::MAX) {
+            "all".into()
+        } else {
+            uid.to_string()
+        };
+        let progs: Vec<&str> = r["programs"]
+            .as_array()
+            .map(|a| a.iter().filter_map(|p| p.as_str()).collect())
+            .unwrap_or_default();
+        s.push_str(&format!(
+            "{:<16} {:>6} {:>6} {:>11} {:>7} {:>13}  {}\n",
+            r["signature"].as_str().unwrap_or(""),
+            uid,
+            r["stream"],
+            human_bytes(r["bytes_written"].as_f64().unwrap_or(0.0)),
+            r["deaths"],
+            life,
+            progs.join(",")
+        ));
+        for f in r["frames"].as_array().into_iter().flatten() {
+            s.push_str(&format!("{:>70}{}\n", "", f.as_str().unwrap_or("")));
+        }
+    }
+    s
+}
+
+fn streams_json(r: &wire::StreamsReply) -> serde_json::Value {
+    let rows: Vec<_> = r
+        .streams
+        .iter()
+        .map(|x| {
+            serde_json::json!({
+                "uid": x.uid, "stream": x.stream, "hint": x.hint, "signatures": x.signatures,
+                "bytes_written": x.bytes_written,
+                "centroid_lifetime_bytes": x.centroid_log2_lifetime_pages.is_finite()
+                    .then(|| 2f64.powf(x.centroid_log2_lifetime_pages) * 4096.0),
+            })
+        })
+        .collect();
+    serde_json::json!({ "mapping_generation": r.mapping_generation, "streams": rows })
+}
+
+fn streams_text(r: &wire::StreamsReply) -> String {
+    let mut s = format!("mapping generation {}\n", r.mapping_generation);
+    s.push_str(&format!(
+        "{:>6} {:>6} {:>5} {:>10} {:>11} {:>16}\n",
+        "UID", "STREAM", "HINT", "SIGNATURES", "WRITTEN", "CENTROID LIFE"
+    ));
+    for x in &r.streams {
+        let uid = if x.uid == u32::MAX {
+            "all".into()
+        } else {
+            x.uid.to_string()
+        };
+        let c = if x.centroid_log2_lifetime_pages.is_finite() {
+            format!(
+                "{} wr",
+                human_bytes(2f64.powf(x.centroid_log2_lifetime_pages) * 4096.0)
+            )
+        } else {
+            "-".into()
+        };
+        s.push_str(&format!(
+            "{:>6} {:>6} {:>5} {:>10} {:>11} {:>16}\n",
+            uid,
+            x.stream,
+            x.hint,
+            x.signatures,
+            human_bytes(x.bytes_written as f64),
+            c
+        ));
+    }
+    s
+}
+
+/// Terminal in non-canonical, no-echo mode while alive (for `q`).
+struct RawMode(Option<libc::termios>);
+
+impl RawMode {
+    fn enter() -> RawMode {
+        // SAFETY: tcgetattr/tcsetattr on fd 0 with a termios we own.
+        unsafe {
+            let mut t: libc::termios = std::mem::zeroed();
+            if libc::tcgetattr(0, &mut t) != 0 {
+                return RawMode(None);
+            }
+            let saved = t;
+            t.c_lflag &= !(libc::ICANON | libc::ECHO);
+            t.c_cc[libc::VMIN] = 0;
+            t.c_cc[libc::VTIME] = 0;
+            libc::tcsetattr(0, libc::TCSANOW, &t);
+            RawMode(Some(saved))
+        }
+    }
+
+    fn quit_pressed(&self) -> bool {
+        if self.0.is_none() {
+            return false;
+        }
+        let mut b = [0u8; 16];
+        // SAFETY: non-blocking read (VMIN=0, VTIME=0) into a local buffer.
+        let n = unsafe { libc::read(0, b.as_mut_ptr().cast(), b.len()) };
+        n > 0 && b[..n as usize].iter().any(|&c| c == b'q' || c == b'Q')
+    }
+}
+
+impl Drop for RawMode {
+    fn drop(&mut self) {
+        if let Some(t) = self.0 {
+            // SAFETY: restores the attributes read in enter().
+            unsafe { libc::tcsetattr(0, libc::TCSANOW, &t) };
+        }
+    }
+}
+
+async fn watch(
+    c: &mut PcStreamClient<Channel>,
+    sock: &Path,
+    conn: &Conn,
+    a: &WatchArgs,
+) -> anyhow::Result<()> {
+    let tty = std::io::stdout().is_terminal() && !conn.json;
+    let raw = if tty && std::io::stdin().is_terminal() {
+        Some(RawMode::enter())
+    } else {
+        None
+    };
+    let mut updates = c
+        .watch(wire::WatchRequest {})
+        .await
+        .map_err(|s| status_err(sock, s))?
+        .into_inner();
+    let mut n = 0u64;
+    let mut last_gen = None;
+    let mut tick = tokio::time::interval(std::time::Duration::from_millis(a.interval_ms.max(50)));
+    let ctrl_c = tokio::signal::ctrl_c();
+    tokio::pin!(ctrl_c);
+    loop {
+        tokio::select! {
+            _ = &mut ctrl_c => break,
+            u = updates.message() => {
+                match u.map_err(|s| status_err(sock, s))? {
+                    Some(u) if !tty => {
+                        if conn.json {
+                            println!("{}", serde_json::json!({"event": "mapping", "uid": u.uid, "generation": u.generation, "signatures": u.signature_to_stream.len()}));
+                        } else {
+                            println!("mapping generation {} uid {}: {} signatures mapped", u.generation, u.uid, u.signature_to_stream.len());
+                        }
+                    }
+                    Some(u) => last_gen = Some(u.generation),
+                    None => return Err(anyhow!("pcstreamd ({}) closed the watch stream", sock.display())),
+                }
+            }
+            _ = tick.tick() => {
+                let st = c.status(wire::StatusRequest {}).await.map_err(|s| status_err(sock, s))?.into_inner();
+                if tty {
+                    let sr = c.streams(wire::StreamsRequest {}).await.map_err(|s| status_err(sock, s))?.into_inner();
+                    let cx = c.contexts(wire::ContextsRequest { symbolize: false, limit: 10 }).await.map_err(|s| status_err(sock, s))?.into_inner();
+                    let rows: Vec<_> = cx.contexts.iter().map(|x| context_json(x, None)).collect();
+                    let mut out = String::from("\x1b[H\x1b[2J");
+                    out.push_str(&format!("pcstreamctl watch — {} (q or Ctrl-C to quit)  last mapping update: {}\n\n",
+                        sock.display(), last_gen.map_or("-".into(), |g: u64| format!("generation {g}"))));
+                    out.push_str(&status_text(&st));
+                    out.push('\n');
+                    out.push_str(&streams_text(&sr));
+                    out.push('\n');
+                    out.push_str(&contexts_text(&rows).lines().filter(|l| !l.starts_with("    ")).collect::<Vec<_>>().join("\n"));
+                    out.push('\n');
+                    print!("{out}");
+                    std::io::stdout().flush()?;
+                } else if conn.json {
+                    println!("{}", serde_json::json!({"event": "status", "status": status_json(&st)}));
+                } else {
+                    println!("events {} ({:.0}/s) signatures {} generation {} clients {} rss {:.1} MiB",
+                        st.events, st.events_per_s, st.signatures, st.mapping_generation, st.clients, st.rss_bytes as f64 / 1048576.0);
+                }
+                n += 1;
+                if a.count > 0 && n >= a.count {
+                    break;
+                }
+                if raw.as_ref().is_some_and(|r| r.quit_pressed()) {
+                    break;
+                }
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,18 @@
+//! pcstreamd, the online loop of pcstream: shims send their events to
+//! `events.sock` ([`ingest`]); the engine (`pcstream_placement::online`, the
+//! same `pcstream` policy `compare` runs) learns each program context's
+//! lifetime per uid; the mapping is published as a shared-memory table the
+//! shims read lock-free ([`publish`]); the learned table is saved and
+//! reloaded ([`persist`]); `pcstreamctl` talks gRPC on `ctl.sock` ([`rpc`]).
+//! [`daemon::run`] ties them together with signals and sd_notify
+//! ([`notify`]). Start reading at [`daemon::run`]; docs/daemon.md is the
+//! user's description.
+
+pub mod config;
+pub mod daemon;
+pub mod ingest;
+pub mod notify;
+pub mod persist;
+pub mod publish;
+pub mod rpc;
+pub mod state;

@@ -1,0 +1,574 @@
+//! The online engine: shim events in, [`PcStream`] policies learning, a
+//! signature → stream mapping out. This is what `pcstreamd` runs; the
+//! learning itself is the `pcstream` policy's code, unchanged (one
+//! [`PcStream`] per learner), fed exactly as `ftl_sim::replay` feeds it for a
+//! file-level trace replayed write-through (`writeback_pages = 1`): every
+//! page of a write is placed in file-page order at the logical clock (4 KiB
+//! pages written by all clients), then the clock advances by one; an
+//! invalidation ends the lives of the pages it covers at the current clock.
+//! The online = offline test (`tests/tests/daemon_online.rs`) holds the two
+//! together.
+//!
+//! Learners: one per uid, or a single shared one
+//! ([`OnlineConfig::share_between_users`]); events of one uid never touch
+//! another uid's learner. The engine also keeps what tools show about a
+//! signature (its frames, the programs that used it), bounded by
+//! [`OnlineConfig::max_signatures`].
+//!
+//! It does no I/O: the daemon decodes datagrams, gives each batch to
+//! [`Engine::ingest`] with the sender's kernel-verified uid and pid, and
+//! publishes [`Engine::mapping`] when [`Engine::generation`] moves.
+
+use crate::hint::RwHint;
+use crate::lifetime::SigStats;
+use crate::pcstream::{PcStream, PcStreamConfig};
+use crate::policy::{Placement, StreamId, WriteCtx};
+use crate::wire::{self, event::Kind};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+/// Bytes per logical page (the clock's unit).
+pub const PAGE: u64 = 4096;
+
+/// Learner key of the shared learner (`share_between_users = true`).
+pub const SHARED: u32 = u32::MAX;
+
+/// Largest write a `write()` call can make (Linux `MAX_RW_COUNT`); a write
+/// event claiming more cannot come from a shim and is ignored (counted), so
+/// a forged event cannot make the engine walk 2^52 pages.
+pub const MAX_WRITE_BYTES: u64 = 0x7fff_f000;
+
+/// Programs remembered per signature.
+const MAX_PROGRAMS: usize = 8;
+/// Processes whose executable name is remembered.
+const MAX_PROCESSES: usize = 65536;
+
+/// Settings of the online engine.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OnlineConfig {
+    /// Stream ids of the device, 0 included (4 RW-hint classes + default = 5).
+    pub streams: u32,
+    /// The `pcstream` policy's settings.
+    pub policy: PcStreamConfig,
+    /// One learner for every uid instead of one per uid.
+    pub share_between_users: bool,
+    /// Signatures whose frames and programs are remembered.
+    pub max_signatures: usize,
+}
+
+/// Counters of the engine.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct EngineCounters {
+    /// Batches ingested.
+    pub batches: u64,
+    /// Events ingested.
+    pub events: u64,
+    /// Write events.
+    pub writes: u64,
+    /// Invalidation events.
+    pub invalidations: u64,
+    /// Events the shims reported dropped (`ProcessEvent.dropped` at exit).
+    pub client_dropped: u64,
+    /// Signature descriptions not kept because the cap was reached.
+    pub signatures_untracked: u64,
+    /// Write events longer than [`MAX_WRITE_BYTES`], ignored.
+    #[serde(default)]
+    pub oversized_writes: u64,
+}
+
+/// What tools show about a signature.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct SigInfo {
+    /// Frames, innermost first: (module key, offset).
+    pub frames: Vec<(u64, u64)>,
+    /// Executables that wrote through it (at most 8).
+    pub programs: BTreeSet<String>,
+}
+
+/// A loaded module as a shim described it.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct ModuleDesc {
+    /// Path of the mapped file.
+    pub path: String,
+    /// GNU build-id, hex (empty when none).
+    pub build_id: String,
+}
+
+/// One learner's persisted table.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct LearnerState {
+    /// uid, or [`SHARED`].
+    pub key: u32,
+    /// Signature statistics, sorted by signature.
+    pub sigs: Vec<(u64, SigStats)>,
+}
+
+/// Everything the engine persists or exports (see [`Engine::export`]).
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct EngineState {
+    /// Format version ([`STATE_VERSION`]).
+    pub version: u32,
+    /// Logical clock when saved.
+    pub clock: u64,
+    /// Per-learner signature tables.
+    pub learners: Vec<LearnerState>,
+    /// Signature descriptions, sorted by signature.
+    pub signatures: Vec<(u64, SigInfo)>,
+    /// Module descriptions, sorted by key.
+    pub modules: Vec<(u64, ModuleDesc)>,
+}
+
+/// Version of [`EngineState`].
+pub const STATE_VERSION: u32 = 1;
+
+/// Signature → (learner key, stream, hint), the published mapping.
+pub type Mapping = Vec<(u32, u64, StreamId, u8)>;
+
+/// The online engine. See the module docs.
+#[derive(Debug)]
+pub struct Engine {
+    cfg: OnlineConfig,
+    clock: u64,
+    learners: BTreeMap<u32, PcStream>,
+    counters: EngineCounters,
+    sigs: HashMap<u64, SigInfo>,
+    modules: HashMap<u64, ModuleDesc>,
+    exes: HashMap<u32, String>,
+}
+
+/// Page range `[first, first + pages)` a shim invalidation kills
+/// (`pages = u64::MAX`: to the end of the file); the same rule the replay uses.
+pub fn invalidated_pages(i: &wire::InvalidateEvent) -> (u64, u64) {
+    let kind = wire::InvalidateKind::try_from(i.kind).unwrap_or(wire::InvalidateKind::Unspecified);
+    match kind {
+        wire::InvalidateKind::Unlink | wire::InvalidateKind::RenameReplace => (0, u64::MAX),
+        wire::InvalidateKind::Truncate => (i.offset.div_ceil(PAGE), u64::MAX),
+        _ => {
+            // Only whole pages inside a punched range die.
+            let first = i.offset.div_ceil(PAGE);
+            let end = i.offset.saturating_add(i.len) / PAGE;
+            (first, end.saturating_sub(first))
+        }
+    }
+}
+
+/// Decodes one event datagram's payload (what `pcstreamd` receives on
+/// `events.sock`). Bounded: prost never allocates more than the payload's
+/// length implies. The fuzz target `daemon_datagram` drives it.
+pub fn decode_batch(buf: &[u8]) -> Result<wire::EventBatch, prost::DecodeError> {
+    <wire::EventBatch as prost::Message>::decode(buf)
+}
+
+fn file_of(f: &Option<wire::FileId>) -> (u64, u64) {
+    f.as_ref().map(|f| (f.dev, f.ino)).unwrap_or((0, 0))
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+impl Engine {
+    /// An empty engine.
+    pub fn new(cfg: OnlineConfig) -> Self {
+        Engine {
+            cfg,
+            clock: 0,
+            learners: BTreeMap::new(),
+            counters: EngineCounters::default(),
+            sigs: HashMap::new(),
+            modules: HashMap::new(),
+            exes: HashMap::new(),
+        }
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &OnlineConfig {
+        &self.cfg
+    }
+
+    /// Logical clock: pages written by all clients so far.
+    pub fn clock(&self) -> u64 {
+        self.clock
+    }
+
+    /// Counters.
+    pub fn counters(&self) -> EngineCounters {
+        self.counters
+    }
+
+    /// The learner key for events of `uid`.
+    pub fn key_of(&self, uid: u32) -> u32 {
+        if self.cfg.share_between_users {
+            SHARED
+        } else {
+            uid
+        }
+    }
+
+    fn learner(&mut self, key: u32) -> &mut PcStream {
+        let (streams, pcfg) = (self.cfg.streams, &self.cfg.policy);
+        self.learners
+            .entry(key)
+            .or_insert_with(|| PcStream::new(streams, pcfg.clone()))
+    }
+
+    /// The learners, by key.
+    pub fn learners(&self) -> &BTreeMap<u32, PcStream> {
+        &self.learners
+    }
+
+    /// Sum of the learners' mapping generations: moves whenever a mapping changed.
+    pub fn generation(&self) -> u64 {
+        self.learners
+            .values()
+            .map(|l| l.mapper().generation())
+            .sum()
+    }
+
+    /// Ingests one batch sent by process `pid` of user `uid`.
+    pub fn ingest(&mut self, uid: u32, pid: u32, batch: &wire::EventBatch) {
+        self.counters.batches += 1;
+        for e in &batch.events {
+            self.apply(uid, pid, e);
+        }
+    }
+
+    /// Applies one event of process `pid` of user `uid`.
+    pub fn apply(&mut self, uid: u32, pid: u32, e: &wire::Event) {
+        self.counters.events += 1;
+        let key = self.key_of(uid);
+        match &e.kind {
+            Some(Kind::Write(w)) => {
+                self.counters.writes += 1;
+                if w.len == 0 {
+                    return;
+                }
+                if w.len > MAX_WRITE_BYTES {
+                    self.counters.oversized_writes += 1;
+                    return;
+                }
+                if w.signature != 0 {
+                    if let Some(exe) = self.exes.get(&pid) {
+                        if let Some(info) = self.sigs.get_mut(&w.signature) {
+                            if info.programs.len() < MAX_PROGRAMS && !info.programs.contains(exe) {
+                                info.programs.insert(exe.clone());
+                            }
+                        }
+                    }
+                }
+                let file = Some(file_of(&w.file));
+                let first = w.offset / PAGE;
+                let end = w.offset.saturating_add(w.len).div_ceil(PAGE);
+                let mut clock = self.clock;
+                let l = self.learner(key);
+                for p in first..end {
+                    l.place(&WriteCtx {
+                        time: clock,
+                        lpn: p,
+                        pages: 1,
+                        file,
+                        file_page: p,
+                        signature: (w.signature != 0).then_some(w.signature),
+                        ..Default::default()
+                    });
+                    clock += 1;
+                }
+                self.clock = clock;
+            }
+            Some(Kind::Invalidate(i)) => {
+                self.counters.invalidations += 1;
+                let (first, pages) = invalidated_pages(i);
+                let clock = self.clock;
+                self.learner(key)
+                    .invalidate_file(file_of(&i.file), first, pages, clock);
+            }
+            Some(Kind::Signature(s)) => {
+                if !self.sigs.contains_key(&s.signature) {
+                    if self.sigs.len() >= self.cfg.max_signatures {
+                        self.counters.signatures_untracked += 1;
+                        return;
+                    }
+                    let mut info = SigInfo {
+                        frames: s.frames.iter().map(|f| (f.module_key, f.offset)).collect(),
+                        ..Default::default()
+                    };
+                    if let Some(exe) = self.exes.get(&pid) {
+                        info.programs.insert(exe.clone());
+                    }
+                    self.sigs.insert(s.signature, info);
+                }
+            }
+            Some(Kind::Module(m)) => {
+                if self.modules.len() < self.cfg.max_signatures {
+                    self.modules
+                        .entry(m.module_key)
+                        .or_insert_with(|| ModuleDesc {
+                            path: m.path.clone(),
+                            build_id: hex(&m.build_id),
+                        });
+                }
+            }
+            Some(Kind::Process(p)) => {
+                let kind = wire::ProcessEventKind::try_from(p.kind)
+                    .unwrap_or(wire::ProcessEventKind::Unspecified);
+                match kind {
+                    wire::ProcessEventKind::Exit => {
+                        self.counters.client_dropped += p.dropped;
+                        self.exes.remove(&pid);
+                    }
+                    _ if !p.exe.is_empty() => {
+                        if self.exes.len() >= MAX_PROCESSES {
+                            self.exes.clear();
+                        }
+                        let name = p.exe.rsplit('/').next().unwrap_or(&p.exe).to_string();
+                        self.exes.insert(pid, name);
+                    }
+                    _ => {}
+                }
+            }
+            Some(Kind::AppHint(_)) | Some(Kind::Open(_)) | None => {}
+        }
+    }
+
+    /// Stream of `sig` for events of `uid`.
+    pub fn stream(&self, uid: u32, sig: u64) -> StreamId {
+        self.learners
+            .get(&self.key_of(uid))
+            .map_or(0, |l| l.mapper().stream(sig))
+    }
+
+    /// The hint a stream stands for (`RWH_WRITE_LIFE_*`).
+    pub fn hint_of(stream: StreamId) -> u8 {
+        RwHint::for_stream(stream).raw() as u8
+    }
+
+    /// Every learner's signature → stream table, sorted by (key, signature).
+    pub fn mapping(&self) -> Mapping {
+        let mut v = Vec::new();
+        for (&k, l) in &self.learners {
+            for (sig, s) in l.mapper().table() {
+                v.push((k, sig, s, Self::hint_of(s)));
+            }
+        }
+        v
+    }
+
+    /// Forces every learner to re-cluster now.
+    pub fn recluster(&mut self) {
+        let now = self.clock;
+        for l in self.learners.values_mut() {
+            l.recluster_now(now);
+        }
+    }
+
+    /// Description of a signature.
+    pub fn sig_info(&self, sig: u64) -> Option<&SigInfo> {
+        self.sigs.get(&sig)
+    }
+
+    /// Description of a module.
+    pub fn module(&self, key: u64) -> Option<&ModuleDesc> {
+        self.modules.get(&key)
+    }
+
+    /// The learned state (persisted by the daemon, exported between hosts).
+    pub fn export(&self) -> EngineState {
+        let mut signatures: Vec<_> = self.sigs.iter().map(|(k, v)| (*k, v.clone())).collect();
+        signatures.sort_unstable_by_key(|s| s.0);
+        let mut modules: Vec<_> = self.modules.iter().map(|(k, v)| (*k, v.clone())).collect();
+        modules.sort_unstable_by_key(|m| m.0);
+        EngineState {
+            version: STATE_VERSION,
+            clock: self.clock,
+            learners: self
+                .learners
+                .iter()
+                .map(|(&key, l)| LearnerState {
+                    key,
+                    sigs: l.export_sigs(),
+                })
+                .collect(),
+            signatures,
+            modules,
+        }
+    }
+
+    /// Loads a saved or exported state: signature statistics are merged
+    /// into the learners (a loaded signature replaces a known one), each
+    /// learner re-clusters, so known signatures are placed from their first
+    /// write. With `share_between_users` every table goes to the shared
+    /// learner. Returns the signatures loaded.
+    pub fn import(&mut self, st: EngineState) -> Result<usize, String> {
+        if st.version != STATE_VERSION {
+            return Err(format!(
+                "state format version {} is not supported (expected {STATE_VERSION})",
+                st.version
+            ));
+        }
+        self.clock = self.clock.max(st.clock);
+        let mut n = 0;
+        let now = self.clock;
+        for ls in st.learners {
+            let key = if self.cfg.share_between_users {
+                SHARED
+            } else {
+                ls.key
+            };
+            n += ls.sigs.len();
+            self.learner(key).import_sigs(ls.sigs, now);
+        }
+        for (k, v) in st.signatures {
+            if self.sigs.len() < self.cfg.max_signatures || self.sigs.contains_key(&k) {
+                self.sigs.insert(k, v);
+            }
+        }
+        for (k, v) in st.modules {
+            if self.modules.len() < self.cfg.max_signatures {
+                self.modules.entry(k).or_insert(v);
+            }
+        }
+        Ok(n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lifetime::LifetimeConfig;
+    use crate::mapper::MapperConfig;
+
+    fn cfg(share: bool) -> OnlineConfig {
+        OnlineConfig {
+            streams: 3,
+            policy: PcStreamConfig {
+                lifetime: LifetimeConfig {
+                    chunk_pages: 1,
+                    ..Default::default()
+                },
+                mapper: MapperConfig {
+                    check_interval: 64,
+                    censor_min_age: 256,
+                    ..Default::default()
+                },
+                key_by_lba: false,
+            },
+            share_between_users: share,
+            max_signatures: 1000,
+        }
+    }
+
+    fn write(ino: u64, page: u64, pages: u64, sig: u64) -> wire::Event {
+        wire::Event {
+            kind: Some(Kind::Write(wire::WriteEvent {
+                file: Some(wire::FileId { dev: 1, ino }),
+                offset: page * PAGE,
+                len: pages * PAGE,
+                signature: sig,
+                ..Default::default()
+            })),
+            ..Default::default()
+        }
+    }
+
+    fn unlink(ino: u64) -> wire::Event {
+        wire::Event {
+            kind: Some(Kind::Invalidate(wire::InvalidateEvent {
+                file: Some(wire::FileId { dev: 1, ino }),
+                kind: wire::InvalidateKind::Unlink as i32,
+                offset: 0,
+                len: 8 * PAGE,
+            })),
+            ..Default::default()
+        }
+    }
+
+    /// sig 1: short-lived temp files; sig 2: a long-lived rewritten file.
+    fn workload(e: &mut Engine, uid: u32, sig_short: u64, sig_long: u64) {
+        for round in 0..100u64 {
+            let ino = 1000 * u64::from(uid) + 100 + round;
+            e.apply(uid, 1, &write(ino, 0, 8, sig_short));
+            e.apply(uid, 1, &unlink(ino));
+            e.apply(uid, 1, &write(7 + u64::from(uid), round % 2, 1, sig_long));
+        }
+    }
+
+    #[test]
+    fn matches_the_policy_fed_page_by_page_and_persists() {
+        let mut e = Engine::new(cfg(false));
+        workload(&mut e, 0, 1, 2);
+        assert_eq!(e.clock(), 900);
+        assert_eq!(e.stream(0, 1), 1);
+        assert_eq!(e.stream(0, 2), 2);
+        // The policy itself, fed as the replay feeds it.
+        let mut p = PcStream::new(3, cfg(false).policy);
+        let mut t = 0;
+        for round in 0..100u64 {
+            for pg in 0..8 {
+                p.place(&WriteCtx {
+                    time: t,
+                    lpn: pg,
+                    pages: 1,
+                    file: Some((1, 100 + round)),
+                    file_page: pg,
+                    signature: Some(1),
+                    ..Default::default()
+                });
+                t += 1;
+            }
+            p.invalidate_file((1, 100 + round), 0, u64::MAX, t);
+            p.place(&WriteCtx {
+                time: t,
+                lpn: round % 2,
+                pages: 1,
+                file: Some((1, 7)),
+                file_page: round % 2,
+                signature: Some(2),
+                ..Default::default()
+            });
+            t += 1;
+        }
+        let m: Vec<_> = e
+            .mapping()
+            .into_iter()
+            .map(|(_, s, st, _)| (s, st))
+            .collect();
+        assert_eq!(m, p.mapper().table());
+        let saved = e.export();
+        let mut f = Engine::new(cfg(false));
+        assert_eq!(f.import(saved.clone()).unwrap(), 2);
+        assert_eq!(f.stream(0, 1), 1);
+        assert_eq!(f.stream(0, 2), 2);
+        assert_eq!(f.clock(), 900);
+        let mut bad = saved;
+        bad.version = 99;
+        assert!(f.import(bad).unwrap_err().contains("version 99"));
+    }
+
+    #[test]
+    fn users_learn_apart_unless_shared() {
+        let mut e = Engine::new(cfg(false));
+        workload(&mut e, 0, 1, 2);
+        // uid 1000 uses the same signatures with the lifetimes swapped.
+        workload(&mut e, 1000, 2, 1);
+        assert_eq!((e.stream(0, 1), e.stream(0, 2)), (1, 2));
+        assert_eq!((e.stream(1000, 1), e.stream(1000, 2)), (2, 1));
+        assert_eq!(e.learners().len(), 2);
+        let mut s = Engine::new(cfg(true));
+        workload(&mut s, 0, 1, 2);
+        workload(&mut s, 1000, 3, 4);
+        assert_eq!(s.learners().len(), 1);
+        assert_eq!(s.stream(0, 3), s.stream(1000, 3));
+        assert_eq!(s.stream(1000, 1), 1);
+    }
+
+    #[test]
+    fn a_forged_huge_write_is_ignored_and_counted() {
+        let mut e = Engine::new(cfg(false));
+        let mut ev = write(1, 0, 1, 9);
+        if let Some(Kind::Write(w)) = &mut ev.kind {
+            w.len = u64::MAX;
+        }
+        e.apply(0, 1, &ev);
+        assert_eq!(e.clock(), 0);
+        assert_eq!(e.counters().oversized_writes, 1);
+    }
+}

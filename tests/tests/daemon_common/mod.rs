@@ -1,0 +1,175 @@
+//! Shared by the `daemon_*` integration tests: a real `pcstreamd` in a
+//! temporary runtime/state directory (killed on drop), `pcstreamctl`
+//! against it, a replay client sending `EventBatch` datagrams, and the
+//! published mapping table read back through `pcstream_placement::table`.
+
+#![allow(dead_code)]
+
+use pcstream_placement::table::TableView;
+use pcstream_placement::wire;
+use prost::Message;
+use std::os::unix::net::UnixDatagram;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::AtomicU64;
+use std::time::{Duration, Instant};
+
+/// The `pcstreamd` binary.
+pub fn pcstreamd_bin() -> PathBuf {
+    pcstream_tests::artifact("pcstreamd", "pcstreamd")
+}
+
+/// A running daemon.
+#[derive(Debug)]
+pub struct Daemon {
+    pub dir: tempfile::TempDir,
+    pub child: Option<Child>,
+    pub config: PathBuf,
+}
+
+impl Daemon {
+    /// Starts pcstreamd with `config` (TOML text) and waits for its sockets.
+    pub fn start(config: &str) -> Daemon {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = dir.path().join("pcstreamd.toml");
+        std::fs::write(&cfg, config).unwrap();
+        let mut d = Daemon {
+            dir,
+            child: None,
+            config: cfg,
+        };
+        d.spawn(&[]);
+        d
+    }
+
+    pub fn run_dir(&self) -> PathBuf {
+        self.dir.path().join("run")
+    }
+
+    pub fn state_dir(&self) -> PathBuf {
+        self.dir.path().join("state")
+    }
+
+    /// (Re)starts the process with extra environment.
+    pub fn spawn(&mut self, env: &[(&str, &str)]) {
+        let _ = std::fs::remove_file(self.run_dir().join("ctl.sock"));
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.dir.path().join("pcstreamd.log"))
+            .unwrap();
+        let mut c = Command::new(pcstreamd_bin());
+        c.arg("--config")
+            .arg(&self.config)
+            .arg("--runtime-dir")
+            .arg(self.run_dir())
+            .arg("--state-dir")
+            .arg(self.state_dir())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log);
+        for (k, v) in env {
+            c.env(k, v);
+        }
+        self.child = Some(c.spawn().expect("start pcstreamd"));
+        let t = Instant::now();
+        while !self.run_dir().join("ctl.sock").exists() {
+            if let Some(st) = self.child.as_mut().unwrap().try_wait().unwrap() {
+                panic!("pcstreamd exited at start ({st}):\n{}", self.log());
+            }
+            assert!(
+                t.elapsed() < Duration::from_secs(30),
+                "pcstreamd did not start:\n{}",
+                self.log()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("pcstreamd.log")).unwrap_or_default()
+    }
+
+    /// `pcstreamctl <args> --runtime-dir <run>`: (success, stdout, stderr).
+    pub fn ctl(&self, args: &[&str]) -> (bool, String, String) {
+        let out = Command::new(pcstream_tests::pcstreamctl())
+            .args(args)
+            .arg("--runtime-dir")
+            .arg(self.run_dir())
+            .output()
+            .unwrap();
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    }
+
+    /// `status --json`.
+    pub fn status(&self) -> serde_json::Value {
+        let (ok, out, err) = self.ctl(&["status", "--json"]);
+        assert!(ok, "status failed: {err}\n{}", self.log());
+        serde_json::from_str(&out).unwrap()
+    }
+
+    /// Waits until the daemon has ingested `events` events.
+    pub fn wait_events(&self, events: u64) -> serde_json::Value {
+        let t = Instant::now();
+        loop {
+            let s = self.status();
+            if s["events"].as_u64().unwrap() >= events {
+                return s;
+            }
+            assert!(
+                t.elapsed() < Duration::from_secs(120),
+                "daemon ingested {} of {events} events",
+                s["events"]
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Sends SIGTERM and waits for the exit status.
+    pub fn stop(&mut self) -> std::process::ExitStatus {
+        let mut c = self.child.take().expect("running");
+        // SAFETY: kill(2) on our own child's pid.
+        unsafe { libc::kill(c.id() as i32, libc::SIGTERM) };
+        c.wait().unwrap()
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// Sends events as datagrams of at most `per` events each (blocking sends:
+/// a replay client waits for the daemon, unlike the shim).
+pub fn send_events(sock: &Path, events: &[wire::Event], per: usize) {
+    let s = UnixDatagram::unbound().unwrap();
+    for (seq, chunk) in events.chunks(per).enumerate() {
+        let b = wire::EventBatch {
+            pid: std::process::id(),
+            seq: seq as u64,
+            events: chunk.to_vec(),
+        };
+        s.send_to(&b.encode_to_vec(), sock).expect("send datagram");
+    }
+}
+
+/// The published table file `name` in the runtime dir: (sig, stream, hint), sorted.
+pub fn read_table(path: &Path) -> Vec<(u64, u32, u8)> {
+    let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let words: Vec<AtomicU64> = bytes
+        .chunks_exact(8)
+        .map(|c| AtomicU64::new(u64::from_le_bytes(c.try_into().unwrap())))
+        .collect();
+    let v = TableView::new(&words).unwrap();
+    let mut e = v.entries_vec();
+    e.sort_unstable();
+    e
+}

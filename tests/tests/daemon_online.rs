@@ -1,0 +1,429 @@
+//! pcstreamd against the offline engine and under faults, with real
+//! processes:
+//! - online = offline: a recorded db_bench trace's events, sent through
+//!   `events.sock` by a replay client in time order, give the daemon the
+//!   same signature → stream mapping (read back from the published table
+//!   file) as `compare`'s `pcstream` policy replaying the same trace
+//!   (same device sizing and erase-unit floor; file-system model written
+//!   through, since the daemon sees writes as the application makes them);
+//! - malformed datagrams are counted and the daemon keeps learning;
+//! - SIGTERM sends STOPPING=1 after READY=1 on NOTIFY_SOCKET and saves the
+//!   state, which the next start reloads (mapping published at once);
+//!   a corrupt state file is moved aside;
+//! - mutating gRPC calls are refused to other uids (as root: runuser nobody);
+//! - a SIGSTOPped daemon never blocks a writer under the shim; kill -9 of the
+//!   daemon mid-write neither: the restarted daemon reloads its last save;
+//! - the live-data table stays at its cap (LRU eviction).
+
+mod app_common;
+mod daemon_common;
+
+use daemon_common::{read_table, send_events, Daemon};
+use ftl_sim::replay::{self, DeviceSpec, Replay, ReplayOptions};
+use pcstream_placement::pcstream::PcStream;
+use pcstream_placement::policies::PolicyConfig;
+use pcstream_placement::wire::{self, event::Kind};
+use pcstream_tests::require_tool;
+use std::os::unix::net::UnixDatagram;
+use std::process::Command;
+use std::time::Duration;
+
+fn uid() -> u32 {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() }
+}
+
+/// Every event of a merged trace in the order the replay applies them:
+/// by time, a write before an invalidation at the same instant, else file order.
+fn events_in_time_order(trace: &app_common::Trace) -> Vec<wire::Event> {
+    let mut v: Vec<(u64, u8, usize, wire::Event)> = trace
+        .events
+        .iter()
+        .enumerate()
+        .map(|(i, (_, e))| {
+            let rank = u8::from(matches!(e.kind, Some(Kind::Invalidate(_))));
+            (e.time_ns, rank, i, e.clone())
+        })
+        .collect();
+    v.sort_by_key(|x| (x.0, x.1, x.2));
+    v.into_iter().map(|x| x.3).collect()
+}
+
+#[test]
+fn online_mapping_equals_offline_pcstream_on_db_bench() {
+    require_tool("db_bench", "rocksdb-tools");
+    let tmp = tempfile::tempdir().unwrap();
+    let db_arg = format!("--db={}", tmp.path().join("db").display());
+    let rec = app_common::record(
+        &tmp.path().join("rec"),
+        tmp.path(),
+        &[
+            "db_bench",
+            &db_arg,
+            "--benchmarks=fillrandom,updaterandom",
+            "--num=20000",
+            "--value_size=400",
+            "--write_buffer_size=1048576",
+            "--target_file_size_base=1048576",
+            "--max_bytes_for_level_base=4194304",
+            "--compression_type=none",
+            "--statistics=0",
+        ],
+        &[],
+    );
+    let trace_path = rec.dir.join("trace.pcstrace");
+
+    // Offline: compare's pcstream policy, as `simulate` configures it.
+    let streams = 5;
+    let opts = ReplayOptions {
+        force_model: true,
+        writeback_pages: Some(1),
+        ..Default::default()
+    };
+    let r = Replay::from_trace(&trace_path, &opts).unwrap();
+    let spec = DeviceSpec {
+        streams,
+        ..Default::default()
+    };
+    let layout = replay::layout(&r, &spec).unwrap();
+    let pcfg = replay::policy_config_for(&spec, &layout, &PolicyConfig::default());
+    let erase_pages = pcfg.pcstream.mapper.erase_unit_pages;
+    assert!(erase_pages > 0);
+    let mut offline = PcStream::new(streams, pcfg.pcstream.clone());
+    let mut ssd = replay::aged_ssd(&r, &layout).unwrap();
+    replay::run(&r, &mut offline, &mut ssd).unwrap();
+    let want: Vec<(u64, u32)> = offline.mapper().table();
+
+    // Online: the daemon with the same streams and erase unit.
+    let d = Daemon::start(&format!(
+        "streams = {streams}\nerase_unit_bytes = {}\n",
+        erase_pages * 4096
+    ));
+    let evs = events_in_time_order(&rec.trace);
+    send_events(&d.run_dir().join("events.sock"), &evs, 64);
+    let st = d.wait_events(evs.len() as u64);
+    assert_eq!(st["malformed_datagrams"], 0);
+    assert_eq!(
+        st["clock_pages"].as_u64().unwrap(),
+        r.host_pages(),
+        "same logical clock"
+    );
+    let table = read_table(&d.run_dir().join(format!("mapping.{}", uid())));
+    let got: Vec<(u64, u32)> = table.iter().map(|&(s, st, _)| (s, st)).collect();
+    assert!(
+        want.iter()
+            .map(|x| x.1)
+            .collect::<std::collections::BTreeSet<_>>()
+            .len()
+            >= 2,
+        "the offline mapping is trivial: {want:?}"
+    );
+    assert_eq!(got, want, "daemon mapping != offline pcstream mapping");
+    for &(_, s, h) in &table {
+        assert_eq!(
+            u64::from(h),
+            pcstream_placement::hint::RwHint::for_stream(s).raw()
+        );
+    }
+    // The same through gRPC.
+    let (ok, out, err) = d.ctl(&["contexts", "--json", "--limit", "0", "--raw"]);
+    assert!(ok, "{err}");
+    let rows: Vec<serde_json::Value> = serde_json::from_str(&out).unwrap();
+    for (sig, s) in &want {
+        let row = rows
+            .iter()
+            .find(|r| r["signature"] == format!("{sig:016x}"))
+            .unwrap_or_else(|| panic!("signature {sig:016x} missing from contexts"));
+        assert_eq!(row["stream"], *s);
+    }
+}
+
+#[test]
+fn malformed_datagrams_are_counted_and_learning_goes_on() {
+    let d = Daemon::start("");
+    let sock = d.run_dir().join("events.sock");
+    let s = UnixDatagram::unbound().unwrap();
+    for junk in [
+        &b"\xff\xff\xff\xff"[..],
+        b"\x1a\xff\xff\xff\x7f",
+        b"\x0a\x05abc",
+        &[0x1a; 3000],
+    ] {
+        s.send_to(junk, &sock).unwrap();
+    }
+    // Oversized: more than max_datagram_bytes (default 1 MiB) is truncated.
+    let big = vec![0u8; (1 << 20) + 100];
+    let _ = s.send_to(&big, &sock);
+    let ev = wire::Event {
+        kind: Some(Kind::Write(wire::WriteEvent {
+            file: Some(wire::FileId { dev: 1, ino: 2 }),
+            offset: 0,
+            len: 8192,
+            signature: 77,
+            ..Default::default()
+        })),
+        ..Default::default()
+    };
+    send_events(&sock, &[ev], 1);
+    let st = d.wait_events(1);
+    assert!(st["malformed_datagrams"].as_u64().unwrap() >= 4, "{st}");
+    assert_eq!(st["clock_pages"], 2);
+    assert_eq!(st["signatures"], 1);
+}
+
+#[test]
+fn notify_ready_stopping_state_saved_and_reloaded() {
+    let mut d = Daemon::start("");
+    d.stop();
+    let notify_path = d.dir.path().join("notify.sock");
+    let listener = UnixDatagram::bind(&notify_path).unwrap();
+    listener
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    d.spawn(&[("NOTIFY_SOCKET", notify_path.to_str().unwrap())]);
+    let mut buf = [0u8; 512];
+    let n = listener.recv(&mut buf).unwrap();
+    assert!(String::from_utf8_lossy(&buf[..n]).contains("READY=1"));
+    // Teach it: sig 5 short-lived temp files, sig 6 a file rewritten page by page (lifetime 192 pages).
+    let mut evs = Vec::new();
+    let w = |ino: u64, page: u64, sig: u64| wire::Event {
+        kind: Some(Kind::Write(wire::WriteEvent {
+            file: Some(wire::FileId { dev: 1, ino }),
+            offset: page * 4096,
+            len: 4096,
+            signature: sig,
+            ..Default::default()
+        })),
+        ..Default::default()
+    };
+    for round in 0..4000u64 {
+        evs.push(w(1000 + round, 0, 5));
+        evs.push(wire::Event {
+            kind: Some(Kind::Invalidate(wire::InvalidateEvent {
+                file: Some(wire::FileId {
+                    dev: 1,
+                    ino: 1000 + round,
+                }),
+                kind: wire::InvalidateKind::Unlink as i32,
+                offset: 0,
+                len: 4096,
+            })),
+            ..Default::default()
+        });
+        evs.push(w(7, round % 64, 6));
+    }
+    send_events(&d.run_dir().join("events.sock"), &evs, 100);
+    d.wait_events(evs.len() as u64);
+    let before = read_table(&d.run_dir().join(format!("mapping.{}", uid())));
+    assert!(
+        before.iter().any(|e| e.0 == 5) && before.iter().any(|e| e.0 == 6),
+        "{before:?}"
+    );
+    let st = d.stop();
+    assert!(st.success(), "exit {st}:\n{}", d.log());
+    let mut saw_stopping = false;
+    while let Ok(n) = listener.recv(&mut buf) {
+        if String::from_utf8_lossy(&buf[..n]).contains("STOPPING=1") {
+            saw_stopping = true;
+            break;
+        }
+    }
+    assert!(saw_stopping, "no STOPPING=1:\n{}", d.log());
+    assert!(d.state_dir().join("state.json").exists());
+    assert!(!d.run_dir().join("events.sock").exists());
+    // Restart: the mapping is published from the saved state before any event.
+    d.spawn(&[]);
+    let after = read_table(&d.run_dir().join(format!("mapping.{}", uid())));
+    assert_eq!(after, before, "reloaded mapping differs");
+    assert_eq!(d.status()["events"], 0);
+    // A corrupt state file is moved aside and the daemon starts fresh.
+    d.stop();
+    std::fs::write(d.state_dir().join("state.json"), b"{\"version\": 1, \"clo").unwrap();
+    d.spawn(&[]);
+    assert_eq!(d.status()["signatures"], 0);
+    let names: Vec<String> = std::fs::read_dir(d.state_dir())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert!(
+        names.iter().any(|n| n.starts_with("state.json.bad-")),
+        "{names:?}"
+    );
+    assert!(d.log().contains("moved aside"), "{}", d.log());
+}
+
+#[test]
+fn absent_daemon_is_one_line_naming_the_socket() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(pcstream_tests::pcstreamctl())
+        .args(["status", "--runtime-dir"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains(&format!("{}/ctl.sock", dir.path().display())),
+        "{err}"
+    );
+}
+
+#[test]
+fn mutating_calls_only_for_root_or_the_daemon_user() {
+    let d = Daemon::start("");
+    let exported = d.dir.path().join("export.json");
+    let (ok, _, err) = d.ctl(&["export", "-o", exported.to_str().unwrap()]);
+    assert!(ok, "{err}");
+    let (ok, out, err) = d.ctl(&["import", exported.to_str().unwrap()]);
+    assert!(ok, "{err}");
+    assert!(out.contains("imported"), "{out}");
+    if uid() != 0 {
+        eprintln!("not root: the other-uid half of this test needs runuser");
+        return;
+    }
+    require_tool("runuser", "util-linux");
+    // nobody may read the export (in a directory it can enter) and ask for status, not import.
+    let pub_dir = tempfile::tempdir().unwrap();
+    let f = pub_dir.path().join("export.json");
+    std::fs::copy(&exported, &f).unwrap();
+    for p in [pub_dir.path(), f.as_path()] {
+        std::fs::set_permissions(p, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    }
+    let mut tmp_ancestors = d.dir.path().to_path_buf();
+    std::fs::set_permissions(
+        &tmp_ancestors,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    tmp_ancestors.push("run");
+    let ctl = pcstream_tests::pcstreamctl();
+    let run_as_nobody = |args: &[&str]| {
+        Command::new("runuser")
+            .args(["-u", "nobody", "--"])
+            .arg(&ctl)
+            .args(args)
+            .arg("--runtime-dir")
+            .arg(d.run_dir())
+            .output()
+            .unwrap()
+    };
+    let st = run_as_nobody(&["status", "--json"]);
+    assert!(
+        st.status.success(),
+        "{}",
+        String::from_utf8_lossy(&st.stderr)
+    );
+    let im = run_as_nobody(&["import", f.to_str().unwrap()]);
+    assert!(!im.status.success());
+    let err = String::from_utf8_lossy(&im.stderr);
+    assert!(err.contains("may not change"), "{err}");
+    assert!(d.status()["rejected_requests"].as_u64().unwrap() >= 1);
+}
+
+#[test]
+fn a_stopped_daemon_never_blocks_a_writer() {
+    let d = Daemon::start("");
+    let pid = d.child.as_ref().unwrap().id() as i32;
+    // SAFETY: kill(2) on our own child.
+    unsafe { libc::kill(pid, libc::SIGSTOP) };
+    let out = tempfile::tempdir().unwrap();
+    let file = out.path().join("f");
+    // 20,000 small writes under the shim (each a separate event): far more
+    // datagrams than a stopped receiver's queue holds.
+    let st = Command::new("timeout")
+        .args(["60", "dd", "if=/dev/zero", "bs=512", "count=20000"])
+        .arg(format!("of={}", file.display()))
+        .env("LD_PRELOAD", pcstream_tests::shim())
+        .env("PCSTREAM_SOCKET", d.run_dir().join("events.sock"))
+        .env("PCSTREAM_FLUSH_MS", "0")
+        .output()
+        .unwrap();
+    // SAFETY: as above.
+    unsafe { libc::kill(pid, libc::SIGCONT) };
+    assert!(
+        st.status.success(),
+        "writer blocked or failed: {:?}",
+        st.status
+    );
+    assert_eq!(std::fs::metadata(&file).unwrap().len(), 512 * 20000);
+}
+
+fn page_write(ino: u64, page: u64, sig: u64) -> wire::Event {
+    wire::Event {
+        kind: Some(Kind::Write(wire::WriteEvent {
+            file: Some(wire::FileId { dev: 1, ino }),
+            offset: page * 4096,
+            len: 4096,
+            signature: sig,
+            ..Default::default()
+        })),
+        ..Default::default()
+    }
+}
+
+#[test]
+fn memory_is_capped_by_lru_eviction() {
+    // 1 MiB cap = 10,922 live-data entries; 30,000 writes to distinct chunks.
+    let d = Daemon::start("memory_cap_mib = 1\n");
+    let evs: Vec<_> = (0..30_000u64)
+        .map(|i| page_write(i / 64, (i % 64) * 256, 9))
+        .collect();
+    send_events(&d.run_dir().join("events.sock"), &evs, 200);
+    let st = d.wait_events(evs.len() as u64);
+    let cap = (1u64 << 20) / pcstream_placement::lifetime::ENTRY_BYTES as u64;
+    assert_eq!(st["live_chunks_cap"].as_u64().unwrap(), cap);
+    assert_eq!(st["live_chunks"].as_u64().unwrap(), cap, "{st}");
+}
+
+#[test]
+fn kill_9_mid_run_then_restart_reloads_the_last_save() {
+    let mut d = Daemon::start("save_interval_s = 1\n");
+    let mut evs = Vec::new();
+    for round in 0..3000u64 {
+        evs.push(page_write(1000 + round, 0, 5));
+        evs.push(wire::Event {
+            kind: Some(Kind::Invalidate(wire::InvalidateEvent {
+                file: Some(wire::FileId {
+                    dev: 1,
+                    ino: 1000 + round,
+                }),
+                kind: wire::InvalidateKind::Unlink as i32,
+                offset: 0,
+                len: 4096,
+            })),
+            ..Default::default()
+        });
+        evs.push(page_write(7, round % 64, 6));
+    }
+    send_events(&d.run_dir().join("events.sock"), &evs, 100);
+    d.wait_events(evs.len() as u64);
+    let t = std::time::Instant::now();
+    while !d.log().contains("state saved") {
+        assert!(t.elapsed().as_secs() < 30, "no periodic save:\n{}", d.log());
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // A writer under the shim is running when the daemon is killed.
+    let out = tempfile::tempdir().unwrap();
+    let file = out.path().join("f");
+    let mut writer = Command::new("dd")
+        .args(["if=/dev/urandom", "bs=4096", "count=5000"])
+        .arg(format!("of={}", file.display()))
+        .env("LD_PRELOAD", pcstream_tests::shim())
+        .env("PCSTREAM_SOCKET", d.run_dir().join("events.sock"))
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    d.child.take().unwrap().kill().unwrap();
+    let st = writer.wait().unwrap();
+    assert!(st.success());
+    assert_eq!(std::fs::metadata(&file).unwrap().len(), 4096 * 5000);
+    d.spawn(&[]);
+    let s = d.status();
+    assert!(s["signatures"].as_u64().unwrap() >= 2, "{s}");
+    let table = read_table(&d.run_dir().join(format!("mapping.{}", uid())));
+    assert!(
+        table.iter().any(|e| e.0 == 5) && table.iter().any(|e| e.0 == 6),
+        "{table:?}"
+    );
+}
