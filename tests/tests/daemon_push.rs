@@ -4,6 +4,11 @@
 //! the learnt stream's `F_SET_RW_HINT` on the WAL it creates (read back
 //! here with `fcntl(F_GET_RW_HINT)` on the file). WAL, flush and compaction
 //! contexts are learnt with distinct lifetimes.
+//! - persistence: a signature pinned to a stream, the daemon restarted
+//!   (state reloaded): the next run's first (only) write carries the hint;
+//! - kill -9 of the daemon while a writer runs: the writer's output is
+//!   byte-identical, and the restarted daemon's table (a new file) is
+//!   picked up by the running writer.
 
 mod daemon_common;
 
@@ -137,4 +142,103 @@ fn db_bench_wal_created_after_publication_carries_the_learnt_hint() {
             l.display()
         );
     }
+}
+
+/// Runs `cmd` under the shim attached to `d`.
+fn under_shim(d: &Daemon, cmd: &[&str]) -> Command {
+    let mut c = Command::new(cmd[0]);
+    c.args(&cmd[1..])
+        .env("LD_PRELOAD", pcstream_tests::shim())
+        .env("PCSTREAM_RUNTIME_DIR", d.run_dir())
+        .env("PCSTREAM_FLUSH_MS", "20");
+    c
+}
+
+/// The busiest context's signature (hex) once the daemon has seen `events`.
+fn busiest(d: &Daemon, events: u64) -> String {
+    d.wait_events(events);
+    let (ok, out, err) = d.ctl(&["contexts", "--json"]);
+    assert!(ok, "{err}");
+    let ctx: Vec<serde_json::Value> = serde_json::from_str(&out).unwrap();
+    ctx.iter()
+        .max_by_key(|c| c["bytes_written"].as_u64().unwrap_or(0))
+        .expect("a context")["signature"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+fn dd(d: &Daemon, of: &Path) {
+    let st = under_shim(
+        d,
+        &[
+            "dd",
+            "if=/dev/zero",
+            "bs=4096",
+            "count=1",
+            &format!("of={}", of.display()),
+        ],
+    )
+    .stderr(std::process::Stdio::null())
+    .status()
+    .unwrap();
+    assert!(st.success());
+}
+
+#[test]
+fn a_learnt_hint_survives_a_daemon_restart_from_the_first_write() {
+    let mut d = Daemon::start("");
+    let tmp = tempfile::tempdir().unwrap();
+    dd(&d, &tmp.path().join("a"));
+    assert_eq!(rw_hint(&tmp.path().join("a")), 0, "nothing learnt yet");
+    let sig = busiest(&d, 1);
+    let (ok, _, err) = d.ctl(&["pin", &sig, "3"]);
+    assert!(ok, "{err}");
+    assert_eq!(d.stop().code(), Some(0));
+    d.spawn(&[]);
+    // One 4 KiB write: the hint must be there from the first write.
+    dd(&d, &tmp.path().join("b"));
+    assert_eq!(
+        rw_hint(&tmp.path().join("b")),
+        4,
+        "stream 3 = RWH_WRITE_LIFE_LONG"
+    );
+}
+
+#[test]
+fn kill_9_mid_run_keeps_output_and_a_restarted_table_is_picked_up() {
+    let mut d = Daemon::start("save_interval_s = 1\n");
+    let tmp = tempfile::tempdir().unwrap();
+    dd(&d, &tmp.path().join("warm"));
+    let sig = busiest(&d, 1);
+    let (ok, _, err) = d.ctl(&["pin", &sig, "3"]);
+    assert!(ok, "{err}");
+    // A writer (dd reading a slow pipe, 16 writes per 100 ms: the shim
+    // checks the table with the batch age, every 64 sequential writes) runs
+    // across the kill and restart.
+    let out = tmp.path().join("out");
+    let mut w = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "i=0; while [ $i -lt 40 ]; do head -c 65536 /dev/urandom; sleep 0.1; i=$((i+1)); done | tee {}/expect | LD_PRELOAD={} PCSTREAM_RUNTIME_DIR={} PCSTREAM_FLUSH_MS=20 dd bs=4096 iflag=fullblock of={} 2>/dev/null",
+            tmp.path().display(),
+            pcstream_tests::shim().display(),
+            d.run_dir().display(),
+            out.display()
+        ))
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(800));
+    d.child.take().unwrap().kill().unwrap();
+    d.spawn(&[]);
+    // The restarted daemon publishes a new table file; move the signature.
+    let (ok, _, err) = d.ctl(&["pin", &sig, "2"]);
+    assert!(ok, "{err}");
+    assert!(w.wait().unwrap().success());
+    assert_eq!(
+        std::fs::read(&out).unwrap(),
+        std::fs::read(tmp.path().join("expect")).unwrap(),
+        "output changed"
+    );
+    assert_eq!(rw_hint(&out), 3, "the restarted daemon's stream 2 (MEDIUM)");
 }
