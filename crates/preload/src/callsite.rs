@@ -18,126 +18,18 @@
 //! Indirect calls through a register or memory cannot be resolved and are
 //! accepted.
 //!
-//! Both answers are memoised in small lock-free direct-mapped tables ([`Memo`]:
-//! one atomic word per entry, tagged with a hash of the key and the module
-//! table's generation; a race costs a miss, never a wrong answer): the
-//! `.eh_frame_hdr` search and the instruction bytes are cold after each
-//! write syscall, the memo lines stay warm. Everything read is inside an executable range of a loaded
-//! module (checked by the caller's range bounds) or its mapped
-//! `.eh_frame_hdr`/GOT; nothing allocates, locks or makes a syscall.
+//! Both answers are memoised in small lock-free direct-mapped tables
+//! ([`Memo`], in `ehhdr.rs`: one atomic word per entry, tagged with a hash
+//! of the key and the module table's generation; a race costs a miss, never
+//! a wrong answer): the `.eh_frame_hdr` search and the instruction bytes are
+//! cold after each write syscall, the memo lines stay warm.
+//!
+//! Everything read is inside an executable range of a loaded module
+//! (checked by the caller's range bounds) or its mapped `.eh_frame_hdr` or
+//! GOT; nothing allocates, locks or makes a syscall.
 
-use std::sync::atomic::{AtomicU64, Ordering};
-
-/// Entries of each memo table (a power of two).
-const MEMO: usize = 4096;
-
-/// A direct-mapped memo of 32-bit answers keyed by two words and the module
-/// table's generation: an entry is `tag << 32 | answer`.
-pub struct Memo([AtomicU64; MEMO]);
-
-impl Memo {
-    /// An empty memo.
-    #[allow(clippy::declare_interior_mutable_const)]
-    pub const fn new() -> Memo {
-        const Z: AtomicU64 = AtomicU64::new(0);
-        Memo([Z; MEMO])
-    }
-
-    #[inline(always)]
-    fn hash(a: usize, b: usize, gen: u64) -> u64 {
-        let h = (a as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15)
-            ^ (b as u64).wrapping_mul(0xc2b2_ae3d_27d4_eb4f)
-            ^ gen.wrapping_mul(0x1656_67b1_9e37_79f9);
-        h ^ (h >> 29)
-    }
-
-    /// The answer remembered for `(a, b)`, if any.
-    #[inline(always)]
-    pub fn get(&self, a: usize, b: usize, gen: u64) -> Option<u32> {
-        let h = Self::hash(a, b, gen);
-        let e = self.0[h as usize & (MEMO - 1)].load(Ordering::Relaxed);
-        // Tag 0 marks an empty entry: real tags are forced non-zero.
-        (e >> 32 == (h >> 32) | 1).then_some(e as u32)
-    }
-
-    /// Remembers `v` for `(a, b)`.
-    #[inline(always)]
-    pub fn put(&self, a: usize, b: usize, gen: u64, v: u32) {
-        let h = Self::hash(a, b, gen);
-        self.0[h as usize & (MEMO - 1)].store(((h >> 32) | 1) << 32 | v as u64, Ordering::Relaxed);
-    }
-}
-
-impl Default for Memo {
-    fn default() -> Self {
-        Memo::new()
-    }
-}
-
-impl std::fmt::Debug for Memo {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Memo")
-    }
-}
-
-/// A module's `.eh_frame_hdr` binary-search table (GNU ld's encoding:
-/// `DW_EH_PE_datarel | DW_EH_PE_sdata4` pairs, relative to the header).
-#[derive(Debug, Clone, Copy, Default)]
-pub struct FdeTable {
-    /// Runtime address of `.eh_frame_hdr` (0: none usable).
-    hdr: usize,
-    /// Entries (pairs of i32: initial location, FDE address).
-    n: usize,
-}
-
-impl FdeTable {
-    /// Parses the header at runtime address `hdr` (from `PT_GNU_EH_FRAME`).
-    ///
-    /// # Safety
-    /// `hdr` must be the mapped `.eh_frame_hdr` of a loaded module.
-    pub unsafe fn parse(hdr: usize) -> FdeTable {
-        if hdr == 0 {
-            return FdeTable::default();
-        }
-        // SAFETY: the header's first 12 bytes are mapped (caller contract).
-        let b = unsafe { std::slice::from_raw_parts(hdr as *const u8, 12) };
-        let (version, ptr_enc, count_enc, table_enc) = (b[0], b[1], b[2], b[3]);
-        // eh_frame_ptr and fde_count must be 4-byte encodings (udata4 or sdata4).
-        let four = |e: u8| matches!(e & 0x0f, 0x03 | 0x0b);
-        if version != 1 || !four(ptr_enc) || !four(count_enc) || table_enc != 0x3b {
-            return FdeTable::default();
-        }
-        let n = u32::from_le_bytes([b[8], b[9], b[10], b[11]]) as usize;
-        FdeTable { hdr, n }
-    }
-
-    /// The FDE whose initial location is the last one at or below `pc`.
-    pub fn fde_for(&self, pc: usize) -> Option<usize> {
-        if self.hdr == 0 || self.n == 0 {
-            return None;
-        }
-        let rel = pc.wrapping_sub(self.hdr) as isize;
-        // SAFETY: `parse` saw a table of `n` pairs right after the header.
-        let t = unsafe { std::slice::from_raw_parts((self.hdr + 12) as *const [i32; 2], self.n) };
-        let i = t.partition_point(|e| e[0] as isize <= rel);
-        let e = t.get(i.checked_sub(1)?)?;
-        Some(self.hdr.wrapping_add(e[1] as isize as usize))
-    }
-
-    /// Start of the function whose FDE covers `pc` (by initial location; the
-    /// FDE's length is not checked: a gap maps to the previous function).
-    pub fn function_start(&self, pc: usize) -> Option<usize> {
-        if self.hdr == 0 || self.n == 0 {
-            return None;
-        }
-        let rel = pc.wrapping_sub(self.hdr) as isize;
-        // SAFETY: `parse` saw a table of `n` pairs right after the header.
-        let t = unsafe { std::slice::from_raw_parts((self.hdr + 12) as *const [i32; 2], self.n) };
-        let i = t.partition_point(|e| e[0] as isize <= rel);
-        let e = t.get(i.checked_sub(1)?)?;
-        Some(self.hdr.wrapping_add(e[0] as isize as usize))
-    }
-}
+pub use crate::ehhdr::Memo;
+use crate::modules::Table;
 
 /// What the bytes before a return address say about the call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -232,6 +124,62 @@ pub unsafe fn plt_got(stub: usize) -> Option<usize> {
         return Some((stub + 11).wrapping_add(d as isize as usize));
     }
     None
+}
+
+/// Memoised `.eh_frame_hdr` function starts, as `pc - start` (u32::MAX:
+/// unknown), and scan verdicts, keyed by (word, previous function start).
+pub static STARTS: Memo = Memo::new();
+pub static VERDICTS: Memo = Memo::new();
+pub const YES: u32 = Verdict::Yes as u32;
+pub const MAYBE: u32 = Verdict::Maybe as u32;
+
+/// Whether a stack word is a return address (see `signature::scan`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// Preceded by a call that reaches the previous frame's function, or an
+    /// indirect call (unverifiable).
+    Yes,
+    /// A direct call to another function (genuine only after a tail call).
+    Maybe,
+    /// Not preceded by a call.
+    No,
+}
+
+/// `start`: the start of the function holding the previous frame's address.
+pub fn called_from(table: &Table, ra: usize, range_start: usize, start: Option<usize>) -> Verdict {
+    let avail = (ra - range_start).min(8);
+    // SAFETY: [ra - avail, ra) lies in the executable range holding ra.
+    let target = match unsafe { call_before(ra, avail) } {
+        Call::None => return Verdict::No,
+        Call::Indirect | Call::Got(_) => return Verdict::Yes,
+        Call::Direct(t) => t,
+    };
+    let Some(ht) = table.lookup(target) else {
+        return Verdict::No; // a call into no code: not an instruction
+    };
+    let Some(start) = start else {
+        return Verdict::Yes; // nothing to compare with
+    };
+    if target == start {
+        return Verdict::Yes;
+    }
+    if target + 11 <= ht.range_end {
+        // SAFETY: [target, target+11) is inside an executable range.
+        if let Some(slot) = unsafe { plt_got(target) } {
+            // SAFETY: a PLT stub's GOT slot is mapped (the stub jumps through it).
+            let dest = unsafe { (slot as *const usize).read_unaligned() };
+            return if dest == start
+                || table
+                    .lookup(dest)
+                    .is_some_and(|d| std::ptr::eq(d.module, ht.module))
+            {
+                Verdict::Yes // bound to our function, or not bound yet
+            } else {
+                Verdict::Maybe
+            };
+        }
+    }
+    Verdict::Maybe
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@
 //! CFA (`rsp + n` or `rbp + n`), the return address at `CFA - 8`, and where
 //! the caller's `rbp` was saved (`CFA + m`), if it was. [`rule`] finds the
 //! FDE through the module's `.eh_frame_hdr` search table (see
-//! [`crate::callsite::FdeTable`]), runs its CIE's and its own instructions up
+//! [`crate::ehhdr::FdeTable`]), runs its CIE's and its own instructions up
 //! to the address, and packs the result into 32 bits, memoised per address in
 //! a lock-free [`Memo`]: a repeat path costs one memo load per frame.
 //!
@@ -24,7 +24,7 @@
 //! Every read is bounded by the FDE's and CIE's own lengths inside the
 //! module's mapped `.eh_frame`; nothing allocates, locks or makes a syscall.
 
-use crate::callsite::Memo;
+use crate::ehhdr::Memo;
 use crate::modules::Table;
 
 /// How to find the caller's frame from a frame at some address.

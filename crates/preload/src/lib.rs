@@ -11,7 +11,9 @@
 //! Start reading at [`interpose`] (every entry point, one shape), then
 //! [`track`] (what each call means). The hard problems each have a module:
 //! [`real`] (the libc functions behind ours), [`signature`] (frame-pointer
-//! walk and stack scan), [`modules`] (loaded objects and build-ids),
+//! walk, CFI walk and stack scan), [`cfi`] (`.eh_frame` unwind rules),
+//! [`callsite`] (scan validation), [`ehhdr`] (`.eh_frame_hdr` tables and
+//! the memo they share), [`modules`] (loaded objects and build-ids),
 //! [`clock`] (cheap event timestamps), [`hint`] (mapping and per-inode hint
 //! cache), [`files`] (per-descriptor knowledge), [`events`] (protobuf
 //! encoding), [`batch`] (per-thread batches), [`record`] (trace file and
@@ -29,6 +31,7 @@ pub(crate) mod callsite;
 pub(crate) mod cfi;
 pub(crate) mod clock;
 pub(crate) mod config;
+pub(crate) mod ehhdr;
 pub(crate) mod events;
 pub(crate) mod files;
 pub(crate) mod hint;

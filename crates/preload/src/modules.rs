@@ -33,7 +33,7 @@ pub struct Module {
     /// Whether this is libpcstream.so itself (its frames are skipped).
     pub own: bool,
     /// Function starts from its `.eh_frame_hdr` (scan validation).
-    pub fdes: crate::callsite::FdeTable,
+    pub fdes: crate::ehhdr::FdeTable,
 }
 
 /// An executable address range of a module.
@@ -231,13 +231,13 @@ unsafe extern "C" fn collect_one(
     let base = info.dlpi_addr as usize;
     let mut own = false;
     let mut any = false;
-    let mut fdes = crate::callsite::FdeTable::default();
+    let mut fdes = crate::ehhdr::FdeTable::default();
     for i in 0..info.dlpi_phnum as usize {
         // SAFETY: dlpi_phdr points to dlpi_phnum program headers.
         let ph = unsafe { &*info.dlpi_phdr.add(i) };
         if ph.p_type == libc::PT_GNU_EH_FRAME && ph.p_memsz >= 12 {
             // SAFETY: PT_GNU_EH_FRAME is the mapped .eh_frame_hdr of this object.
-            fdes = unsafe { crate::callsite::FdeTable::parse(base + ph.p_vaddr as usize) };
+            fdes = unsafe { crate::ehhdr::FdeTable::parse(base + ph.p_vaddr as usize) };
         }
         if ph.p_type == libc::PT_LOAD && ph.p_flags & libc::PF_X != 0 {
             let start = base + ph.p_vaddr as usize;

@@ -19,6 +19,7 @@
 //! cached per thread (see [`stack_bounds`]). Nothing here allocates, locks or
 //! makes a syscall on the fast path.
 
+use crate::callsite::{called_from, MAYBE, STARTS, VERDICTS, YES};
 use crate::config::{Unwind, MAX_FRAMES};
 use crate::modules::Table;
 use crate::tls::{Thread, PATH_FRAMES};
@@ -81,7 +82,7 @@ pub struct Captured {
     skipped: bool,
     /// Raw return addresses of a complete CFI walk (`cfi_n` of them, 0:
     /// none), what the thread's last-path check compares.
-    cfi_raw: [usize; CACHED_FRAMES],
+    cfi_raw: [MaybeUninit<usize>; CACHED_FRAMES],
     cfi_n: usize,
 }
 
@@ -92,7 +93,7 @@ impl Captured {
             signature: Signature(0),
             stream: 0,
             frames: [MaybeUninit::uninit(); MAX_FRAMES],
-            cfi_raw: [0; CACHED_FRAMES],
+            cfi_raw: [MaybeUninit::uninit(); CACHED_FRAMES],
             cfi_n: 0,
             n: 0,
             method: Method::FramePointer,
@@ -360,8 +361,13 @@ pub unsafe fn capture_into(
     unsafe { walk(t, table, record, p, out) };
     finish(out);
     if out.method == Method::Dwarf && !out.skipped && out.cfi_n == k && out.n == k {
+        let mut addrs = [0; CACHED_FRAMES];
+        for (d, s) in addrs.iter_mut().zip(&out.cfi_raw[..k]) {
+            // SAFETY: the first cfi_n (= k) entries were written by the walk.
+            *d = unsafe { s.assume_init() };
+        }
         let raw = Raw {
-            addrs: out.cfi_raw,
+            addrs,
             n: k,
             hash: 0,
         };
@@ -453,12 +459,6 @@ pub unsafe fn cached(
     if let Some(hit) = unsafe { path_hit(t, table, record, k) } {
         return Some(hit);
     }
-    if p.unwind == Unwind::Auto {
-        // SAFETY: forwarded caller contract.
-        if let Some(hit) = unsafe { cfi_path_hit(t, table, record, k) } {
-            return Some(hit);
-        }
-    }
     // SAFETY: forwarded caller contract.
     unsafe { cached_shared(t, table, record, k) }
 }
@@ -475,6 +475,12 @@ unsafe fn cached_shared(
     record: *const usize,
     k: usize,
 ) -> Option<(Signature, u32)> {
+    // A path found by the CFI walk (code without frame pointers; only auto
+    // mode records such paths, see `capture_into`).
+    // SAFETY: forwarded caller contract.
+    if let Some(hit) = unsafe { cfi_path_hit(t, table, record, k) } {
+        return Some(hit);
+    }
     let mut raw = Raw {
         addrs: [0; CACHED_FRAMES],
         n: 0,
@@ -792,7 +798,7 @@ unsafe fn walk(t: &Thread, table: &Table, record: *const usize, p: Params, out: 
             out.skipped = false;
             out.method = Method::Dwarf;
             push(table, out, ret0);
-            out.cfi_raw[0] = ret0;
+            out.cfi_raw[0] = MaybeUninit::new(ret0);
             out.cfi_n = 1;
             // SAFETY: rec..rec+16 is inside the stack (checked above).
             let rbp0 = unsafe { word(rec) };
@@ -858,7 +864,7 @@ unsafe fn cfi_walk(
         match push(table, out, ra) {
             Step::Code => {
                 if out.cfi_n < CACHED_FRAMES {
-                    out.cfi_raw[out.cfi_n] = ra;
+                    out.cfi_raw[out.cfi_n] = MaybeUninit::new(ra);
                     out.cfi_n += 1;
                 }
                 pc = ra;
@@ -951,61 +957,6 @@ unsafe fn scan(
     }
 }
 
-static STARTS: crate::callsite::Memo = crate::callsite::Memo::new();
-static VERDICTS: crate::callsite::Memo = crate::callsite::Memo::new();
-const YES: u32 = Verdict::Yes as u32;
-const MAYBE: u32 = Verdict::Maybe as u32;
-
-/// Whether a stack word is a return address (see [`scan`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Verdict {
-    /// Preceded by a call that reaches the previous frame's function, or an
-    /// indirect call (unverifiable).
-    Yes,
-    /// A direct call to another function (genuine only after a tail call).
-    Maybe,
-    /// Not preceded by a call.
-    No,
-}
-
-/// `start`: the start of the function holding the previous frame's address.
-fn called_from(table: &Table, ra: usize, range_start: usize, start: Option<usize>) -> Verdict {
-    use crate::callsite::{call_before, plt_got, Call};
-    let avail = (ra - range_start).min(8);
-    // SAFETY: [ra - avail, ra) lies in the executable range holding ra.
-    let target = match unsafe { call_before(ra, avail) } {
-        Call::None => return Verdict::No,
-        Call::Indirect | Call::Got(_) => return Verdict::Yes,
-        Call::Direct(t) => t,
-    };
-    let Some(ht) = table.lookup(target) else {
-        return Verdict::No; // a call into no code: not an instruction
-    };
-    let Some(start) = start else {
-        return Verdict::Yes; // nothing to compare with
-    };
-    if target == start {
-        return Verdict::Yes;
-    }
-    if target + 11 <= ht.range_end {
-        // SAFETY: [target, target+11) is inside an executable range.
-        if let Some(slot) = unsafe { plt_got(target) } {
-            // SAFETY: a PLT stub's GOT slot is mapped (the stub jumps through it).
-            let dest = unsafe { (slot as *const usize).read_unaligned() };
-            return if dest == start
-                || table
-                    .lookup(dest)
-                    .is_some_and(|d| std::ptr::eq(d.module, ht.module))
-            {
-                Verdict::Yes // bound to our function, or not bound yet
-            } else {
-                Verdict::Maybe
-            };
-        }
-    }
-    Verdict::Maybe
-}
-
 /// DWARF unwinding of the current stack: the shim's own frames are skipped
 /// by [`push`] like in the other modes, so `frames[0]` is the same return
 /// address the trampoline records.
@@ -1080,139 +1031,5 @@ fn finish(out: &mut Captured) {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::modules;
-
-    #[inline(never)]
-    fn capture_here(p: Params) -> Captured {
-        // A synthetic record like the trampoline's: {rbp, return address}.
-        // The return address is one of our own functions' code (an address
-        // inside a non-own module is needed for a frame, so use libc's).
-        let rec = [0usize, libc::getpid as *const () as usize + 1];
-        // SAFETY: `rec` lives on this stack.
-        crate::tls::with(|t| unsafe { capture(t, modules::table().unwrap(), rec.as_ptr(), p) })
-    }
-
-    #[test]
-    fn record_frame_is_first_and_deterministic() {
-        init_stack_facts();
-        modules::refresh();
-        let p = Params {
-            frames: 5,
-            unwind: Unwind::FramePointer,
-            scan_words: 256,
-        };
-        let a = capture_here(p);
-        assert_eq!(a.n, 1, "zero rbp ends the chain after the record's frame");
-        assert_eq!(a.method, Method::FramePointer);
-        let f = *a.frames().next().unwrap();
-        let t = modules::table().unwrap();
-        let h = t.lookup(libc::getpid as *const () as usize + 1).unwrap();
-        assert_eq!((f.key, f.offset), (h.module.key, h.offset));
-        assert_eq!(a.signature, capture_here(p).signature);
-    }
-
-    /// A frame-pointer chain of `depth` records `{next, return address}`
-    /// in `buf` from its start (return addresses inside libc: code, not
-    /// the shim's), the last link zero.
-    fn chain(buf: &mut [usize; 64], depth: usize) {
-        let code = libc::getpid as *const () as usize;
-        for d in 0..depth {
-            buf[4 * d + 1] = code + 16 * (d + 1);
-            buf[4 * d] = if d + 1 < depth {
-                &buf[4 * (d + 1)] as *const usize as usize
-            } else {
-                0
-            };
-        }
-    }
-
-    // The captures read a chain built in a buffer on this thread's stack,
-    // through a pointer taken after its last change.
-    fn cap_at(t: &Thread, table: &Table, buf: &[usize; 64], p: Params) -> Captured {
-        // SAFETY: buf starts with a frame record and lives on this stack.
-        unsafe { capture(t, table, buf.as_ptr(), p) }
-    }
-
-    fn hit_at(t: &Thread, table: &Table, buf: &[usize; 64]) -> Option<(Signature, u32)> {
-        // SAFETY: as in cap_at.
-        unsafe { path_hit(t, table, buf.as_ptr(), 5) }
-    }
-
-    fn cached_at(
-        t: &Thread,
-        table: &Table,
-        buf: &[usize; 64],
-        p: Params,
-    ) -> Option<(Signature, u32)> {
-        // SAFETY: as in cap_at.
-        unsafe { cached(t, table, buf.as_ptr(), p) }
-    }
-
-    #[test]
-    fn a_thread_repeats_its_last_path_and_notices_any_change() {
-        init_stack_facts();
-        modules::refresh();
-        let table = modules::table().unwrap();
-        let p = Params {
-            frames: 5,
-            unwind: Unwind::Auto,
-            scan_words: 256,
-        };
-        let code = libc::getpid as *const () as usize;
-        crate::tls::with(|t| {
-            let mut buf = [0usize; 64];
-            for depth in [7, 3] {
-                chain(&mut buf, depth);
-                let full = cap_at(t, table, &buf, p);
-                assert_eq!(t.path_n.get() as usize, depth.min(5), "path kept");
-                let hit = hit_at(t, table, &buf);
-                assert_eq!(hit, Some((full.signature, full.stream)));
-                let hit = cached_at(t, table, &buf, p);
-                assert_eq!(hit, Some((full.signature, full.stream)));
-                // Another return address among the first K: not this path.
-                buf[4 * 2 + 1] += 8;
-                assert_eq!(hit_at(t, table, &buf), None);
-                let other = cap_at(t, table, &buf, p);
-                assert_ne!(other.signature, full.signature);
-                buf[4 * 2 + 1] -= 8;
-                let back = cached_at(t, table, &buf, p);
-                assert_eq!(
-                    back.map(|h| h.0),
-                    Some(full.signature),
-                    "back to the first path (shared cache, then the thread's)"
-                );
-            }
-            // A chain that goes on where the cached one ended (zero link):
-            // not the same path.
-            chain(&mut buf, 3);
-            let short = cap_at(t, table, &buf, p);
-            assert_eq!(short.n, 3);
-            buf[4 * 2] = &buf[4 * 3] as *const usize as usize;
-            buf[4 * 3 + 1] = code + 64;
-            buf[4 * 3] = 0;
-            assert_eq!(hit_at(t, table, &buf), None);
-            let longer = cap_at(t, table, &buf, p);
-            assert_ne!(longer.signature, short.signature);
-            // Cleared (as in a fork child): nothing the thread cached applies.
-            clear_cache(t);
-            assert_eq!(hit_at(t, table, &buf), None);
-        });
-    }
-
-    #[test]
-    fn bounds_of_this_thread_contain_sp() {
-        init_stack_facts();
-        let x = 0u64;
-        let sp = &x as *const u64 as usize;
-        let (lo, hi) = crate::tls::with(|t| stack_bounds(t, sp));
-        assert!(lo <= sp && sp < hi, "{lo:x} {sp:x} {hi:x}");
-        let from_maps = maps_lookup(sp).expect("stack is in /proc/self/maps");
-        assert!(from_maps.0 <= sp && sp < from_maps.1);
-        assert!(
-            hi <= from_maps.1 + 4096 * 64,
-            "bounds stay near the mapping"
-        );
-    }
-}
+#[path = "signature_tests.rs"]
+mod tests;

@@ -1,0 +1,131 @@
+//! Unit tests of `signature.rs` (kept apart to hold each file under ~1,000 lines).
+
+use super::*;
+use crate::modules;
+
+#[inline(never)]
+fn capture_here(p: Params) -> Captured {
+    // A synthetic record like the trampoline's: {rbp, return address}.
+    // The return address is one of our own functions' code (an address
+    // inside a non-own module is needed for a frame, so use libc's).
+    let rec = [0usize, libc::getpid as *const () as usize + 1];
+    // SAFETY: `rec` lives on this stack.
+    crate::tls::with(|t| unsafe { capture(t, modules::table().unwrap(), rec.as_ptr(), p) })
+}
+
+#[test]
+fn record_frame_is_first_and_deterministic() {
+    init_stack_facts();
+    modules::refresh();
+    let p = Params {
+        frames: 5,
+        unwind: Unwind::FramePointer,
+        scan_words: 256,
+    };
+    let a = capture_here(p);
+    assert_eq!(a.n, 1, "zero rbp ends the chain after the record's frame");
+    assert_eq!(a.method, Method::FramePointer);
+    let f = *a.frames().next().unwrap();
+    let t = modules::table().unwrap();
+    let h = t.lookup(libc::getpid as *const () as usize + 1).unwrap();
+    assert_eq!((f.key, f.offset), (h.module.key, h.offset));
+    assert_eq!(a.signature, capture_here(p).signature);
+}
+
+/// A frame-pointer chain of `depth` records `{next, return address}`
+/// in `buf` from its start (return addresses inside libc: code, not
+/// the shim's), the last link zero.
+fn chain(buf: &mut [usize; 64], depth: usize) {
+    let code = libc::getpid as *const () as usize;
+    for d in 0..depth {
+        buf[4 * d + 1] = code + 16 * (d + 1);
+        buf[4 * d] = if d + 1 < depth {
+            &buf[4 * (d + 1)] as *const usize as usize
+        } else {
+            0
+        };
+    }
+}
+
+// The captures read a chain built in a buffer on this thread's stack,
+// through a pointer taken after its last change.
+fn cap_at(t: &Thread, table: &Table, buf: &[usize; 64], p: Params) -> Captured {
+    // SAFETY: buf starts with a frame record and lives on this stack.
+    unsafe { capture(t, table, buf.as_ptr(), p) }
+}
+
+fn hit_at(t: &Thread, table: &Table, buf: &[usize; 64]) -> Option<(Signature, u32)> {
+    // SAFETY: as in cap_at.
+    unsafe { path_hit(t, table, buf.as_ptr(), 5) }
+}
+
+fn cached_at(t: &Thread, table: &Table, buf: &[usize; 64], p: Params) -> Option<(Signature, u32)> {
+    // SAFETY: as in cap_at.
+    unsafe { cached(t, table, buf.as_ptr(), p) }
+}
+
+#[test]
+fn a_thread_repeats_its_last_path_and_notices_any_change() {
+    init_stack_facts();
+    modules::refresh();
+    let table = modules::table().unwrap();
+    let p = Params {
+        frames: 5,
+        unwind: Unwind::Auto,
+        scan_words: 256,
+    };
+    let code = libc::getpid as *const () as usize;
+    crate::tls::with(|t| {
+        let mut buf = [0usize; 64];
+        for depth in [7, 3] {
+            chain(&mut buf, depth);
+            let full = cap_at(t, table, &buf, p);
+            assert_eq!(t.path_n.get() as usize, depth.min(5), "path kept");
+            let hit = hit_at(t, table, &buf);
+            assert_eq!(hit, Some((full.signature, full.stream)));
+            let hit = cached_at(t, table, &buf, p);
+            assert_eq!(hit, Some((full.signature, full.stream)));
+            // Another return address among the first K: not this path.
+            buf[4 * 2 + 1] += 8;
+            assert_eq!(hit_at(t, table, &buf), None);
+            let other = cap_at(t, table, &buf, p);
+            assert_ne!(other.signature, full.signature);
+            buf[4 * 2 + 1] -= 8;
+            let back = cached_at(t, table, &buf, p);
+            assert_eq!(
+                back.map(|h| h.0),
+                Some(full.signature),
+                "back to the first path (shared cache, then the thread's)"
+            );
+        }
+        // A chain that goes on where the cached one ended (zero link):
+        // not the same path.
+        chain(&mut buf, 3);
+        let short = cap_at(t, table, &buf, p);
+        assert_eq!(short.n, 3);
+        buf[4 * 2] = &buf[4 * 3] as *const usize as usize;
+        buf[4 * 3 + 1] = code + 64;
+        buf[4 * 3] = 0;
+        assert_eq!(hit_at(t, table, &buf), None);
+        let longer = cap_at(t, table, &buf, p);
+        assert_ne!(longer.signature, short.signature);
+        // Cleared (as in a fork child): nothing the thread cached applies.
+        clear_cache(t);
+        assert_eq!(hit_at(t, table, &buf), None);
+    });
+}
+
+#[test]
+fn bounds_of_this_thread_contain_sp() {
+    init_stack_facts();
+    let x = 0u64;
+    let sp = &x as *const u64 as usize;
+    let (lo, hi) = crate::tls::with(|t| stack_bounds(t, sp));
+    assert!(lo <= sp && sp < hi, "{lo:x} {sp:x} {hi:x}");
+    let from_maps = maps_lookup(sp).expect("stack is in /proc/self/maps");
+    assert!(from_maps.0 <= sp && sp < from_maps.1);
+    assert!(
+        hi <= from_maps.1 + 4096 * 64,
+        "bounds stay near the mapping"
+    );
+}
