@@ -204,6 +204,20 @@ mod tests {
     }
 
     #[test]
+    fn runtime_dir_moves_the_socket_unless_the_socket_is_given() {
+        let (c, _) = parse(&[("PCSTREAM_RUNTIME_DIR", "/tmp/r")]);
+        assert_eq!(c.runtime_dir, PathBuf::from("/tmp/r"));
+        assert_eq!(c.socket, PathBuf::from("/tmp/r/events.sock"));
+        let (c, _) = parse(&[
+            ("PCSTREAM_RUNTIME_DIR", "/tmp/r"),
+            ("PCSTREAM_SOCKET", "/s"),
+        ]);
+        assert_eq!(c.socket, PathBuf::from("/s"));
+        let (c, _) = parse(&[]);
+        assert_eq!(c.runtime_dir, PathBuf::from(DEFAULT_RUNTIME_DIR));
+    }
+
+    #[test]
     fn defaults_without_variables() {
         let (c, bad) = parse(&[]);
         assert!(bad.is_empty());
