@@ -22,6 +22,9 @@
 #   BENCH_CFLAGS: how the write-loop program is built (default
 #   "-O2 -fno-omit-frame-pointer"; "-O2" is Debian's default: no frame
 #   pointers, the shim's scan path);
+#   DAEMON=1 adds a "daemon" configuration: a real pcstreamd (built here)
+#   in a temp runtime dir, the shim attached (events to its socket, the
+#   live table mapped and looked up per write);
 #   BASELINE_SHIM=path/to/another/libpcstream.so adds its mapping and record
 #   configurations ("mapping@base", "record@base") to every round: an A/B of
 #   two builds under the same machine load.
@@ -97,6 +100,16 @@ if [[ -n ${BASELINE_SHIM:-} ]]; then
     CONFIGS+=" mapping@base record@base"
 fi
 
+if [[ -n ${DAEMON:-} ]]; then
+    cargo build -q --release -p pcstreamd
+    mkdir -p "$WORK/run" "$WORK/state"
+    "$TARGET/release/pcstreamd" --runtime-dir "$WORK/run" --state-dir "$WORK/state" 2>"$WORK/pcstreamd.log" &
+    DPID=$!
+    trap 'kill $DPID 2>/dev/null; rm -rf "$WORK"' EXIT
+    for _ in $(seq 100); do [[ -S $WORK/run/ctl.sock ]] && break; sleep 0.1; done
+    CONFIGS+=" daemon"
+fi
+
 if [[ $MODE == lines ]]; then
     command -v valgrind >/dev/null || { echo "lines: valgrind is needed" >&2; exit 1; }
     printf '%d x %s(%d B), per write (median), counted with valgrind --tool=lackey\n' \
@@ -110,6 +123,7 @@ if [[ $MODE == lines ]]; then
         passthrough) envs=(LD_PRELOAD="$shim") ;;
         mapping*) envs=(LD_PRELOAD="$shim" PCSTREAM_MAP="$WORK/map") ;;
         record*) rm -rf "$WORK/rec"; envs=(LD_PRELOAD="$shim" PCSTREAM_RECORD_DIR="$WORK/rec") ;;
+        daemon) envs=(LD_PRELOAD="$shim" PCSTREAM_RUNTIME_DIR="$WORK/run" PCSTREAM_SOCKET="$WORK/run/events.sock") ;;
         esac
         env -u LD_PRELOAD PCSTREAM_SOCKET=/nonexistent "${envs[@]}" valgrind --tool=lackey --trace-mem=yes \
             --log-file="$WORK/lackey.log" "$WORK/bench" "$FILE" "$SIZE" "$COUNT" $PATTERN >/dev/null
@@ -132,6 +146,9 @@ for ((r = 0; r < ROUNDS; r++)); do
     add mapping "$(run mapping LD_PRELOAD="$SHIM" PCSTREAM_MAP="$WORK/map")"
     rm -rf "$WORK/rec"
     add record "$(run record LD_PRELOAD="$SHIM" PCSTREAM_RECORD_DIR="$WORK/rec")"
+    if [[ -n ${DAEMON:-} ]]; then
+        add daemon "$(run daemon LD_PRELOAD="$SHIM" PCSTREAM_RUNTIME_DIR="$WORK/run" PCSTREAM_SOCKET="$WORK/run/events.sock")"
+    fi
     if [[ -n ${BASE:-} ]]; then
         add mapping@base "$(run mapping LD_PRELOAD="$BASE" PCSTREAM_MAP="$WORK/map")"
         rm -rf "$WORK/rec"

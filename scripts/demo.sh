@@ -62,7 +62,7 @@ echo
 echo
 "$ctl" contexts --limit 4
 echo
-echo "== the published mapping (read-only to clients; the shim applies it once wired, issue #11)"
+echo "== the published mapping (read-only to clients; every shim maps it and applies it per write)"
 ls -l "$run"
 echo
 echo "== restart: SIGTERM saves the learnt table, the new daemon reloads it and publishes at once"
@@ -76,6 +76,18 @@ rm -rf "$out/db2"
 "$ctl" run --socket "$run/events.sock" -- \
   db_bench --db="$out/db2" --wal_dir="$out/db2" "${dbargs[@]}" >"$out/db_bench2.log" 2>&1
 "$ctl" streams
+echo
+echo "== F_GET_RW_HINT on run 2's files (set by the shim from the daemon's live table; 0 = none, 2 SHORT .. 5 EXTREME)"
+python3 - "$out/db2" <<'PY'
+import fcntl, glob, os, struct, sys
+files = sorted(glob.glob(os.path.join(sys.argv[1], "*.log")))[-1:] + sorted(glob.glob(os.path.join(sys.argv[1], "*.sst")))[:1]
+for f in files:
+    fd = os.open(f, os.O_RDONLY)
+    try:
+        print(f"{os.path.basename(f):>14}  hint {struct.unpack('Q', fcntl.fcntl(fd, 1035, bytes(8)))[0]}")
+    finally:
+        os.close(fd)
+PY
 stop_daemon
 echo
 echo "== every placement policy on a simulated SSD (9 streams, 7% OP; the device as recorded, steady state, no TRIM)"

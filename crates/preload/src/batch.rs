@@ -393,6 +393,9 @@ fn event_time(head: &mut Head, flush_ns: u64) -> (u64, bool) {
 /// (then also other threads' idle old batches).
 #[inline(always)]
 fn finish(mut h: Held, now: u64, old: bool, flush_ns: u64, force: bool) {
+    if old {
+        crate::live::check(now, flush_ns);
+    }
     if force || old {
         flush(&mut h);
         drop(h);

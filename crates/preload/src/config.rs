@@ -9,6 +9,8 @@ use std::path::PathBuf;
 
 /// Default daemon event socket.
 pub const DEFAULT_SOCKET: &str = "/run/pcstream/events.sock";
+/// Default daemon runtime directory.
+pub const DEFAULT_RUNTIME_DIR: &str = "/run/pcstream";
 /// Most frames a signature can hold.
 pub const MAX_FRAMES: usize = 16;
 
@@ -53,6 +55,9 @@ pub struct Config {
     pub record_dir: Option<PathBuf>,
     /// `PCSTREAM_SOCKET`: daemon datagram socket.
     pub socket: PathBuf,
+    /// `PCSTREAM_RUNTIME_DIR`: the daemon's runtime directory (its table
+    /// files; the socket's default directory).
+    pub runtime_dir: PathBuf,
     /// `PCSTREAM_MAP`: static signature → stream mapping file.
     pub map: Option<PathBuf>,
     /// `PCSTREAM_FRAMES`: frames per signature.
@@ -75,6 +80,7 @@ impl Default for Config {
             disabled: false,
             record_dir: None,
             socket: PathBuf::from(DEFAULT_SOCKET),
+            runtime_dir: PathBuf::from(DEFAULT_RUNTIME_DIR),
             map: None,
             frames: 5,
             unwind: Unwind::Auto,
@@ -125,6 +131,10 @@ impl Config {
         }
         if let Some(v) = get("PCSTREAM_RECORD_DIR").filter(|v| !v.is_empty()) {
             c.record_dir = Some(PathBuf::from(v));
+        }
+        if let Some(v) = get("PCSTREAM_RUNTIME_DIR").filter(|v| !v.is_empty()) {
+            c.runtime_dir = PathBuf::from(v);
+            c.socket = c.runtime_dir.join("events.sock");
         }
         if let Some(v) = get("PCSTREAM_SOCKET").filter(|v| !v.is_empty()) {
             c.socket = PathBuf::from(v);
@@ -191,6 +201,20 @@ mod tests {
             .map(|(k, v)| (k.to_string(), OsString::from(v)))
             .collect();
         Config::from_lookup(|k| m.get(k).cloned())
+    }
+
+    #[test]
+    fn runtime_dir_moves_the_socket_unless_the_socket_is_given() {
+        let (c, _) = parse(&[("PCSTREAM_RUNTIME_DIR", "/tmp/r")]);
+        assert_eq!(c.runtime_dir, PathBuf::from("/tmp/r"));
+        assert_eq!(c.socket, PathBuf::from("/tmp/r/events.sock"));
+        let (c, _) = parse(&[
+            ("PCSTREAM_RUNTIME_DIR", "/tmp/r"),
+            ("PCSTREAM_SOCKET", "/s"),
+        ]);
+        assert_eq!(c.socket, PathBuf::from("/s"));
+        let (c, _) = parse(&[]);
+        assert_eq!(c.runtime_dir, PathBuf::from(DEFAULT_RUNTIME_DIR));
     }
 
     #[test]

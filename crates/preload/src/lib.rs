@@ -36,6 +36,7 @@ pub(crate) mod events;
 pub(crate) mod files;
 pub(crate) mod hint;
 pub(crate) mod interpose;
+pub(crate) mod live;
 pub(crate) mod modules;
 pub(crate) mod real;
 pub(crate) mod record;

@@ -361,6 +361,9 @@ pub unsafe fn init(argc: i32, argv: *const *const libc::c_char) {
     // Relative paths would move with the application's chdir (fork children
     // create their trace files later; the socket is addressed per send).
     let mut c = c;
+    if let Ok(abs) = std::path::absolute(&c.runtime_dir) {
+        c.runtime_dir = abs;
+    }
     for p in [&mut c.record_dir, &mut c.map].into_iter().flatten() {
         if let Ok(abs) = std::path::absolute(&*p) {
             *p = abs;
@@ -403,12 +406,20 @@ pub unsafe fn init(argc: i32, argv: *const *const libc::c_char) {
             Err(e) => eprintln!("{e} (mapping ignored)"),
         }
     }
+    crate::live::init(&c.runtime_dir, crate::clock::precise_ns());
+    if crate::live::present() {
+        debug(format_args!(
+            "live mapping table in {} (generation {})",
+            c.runtime_dir.display(),
+            crate::live::generation()
+        ));
+    }
     if record::open_socket(&c.socket) {
         debug(format_args!("sending events to {}", c.socket.display()));
     }
     open_trace_file(crate::clock::precise_ns());
     HOT.events.store(record::active(), Ordering::Relaxed);
-    if !record::active() && !hint::have_map() {
+    if !record::active() && !hint::have_map() && !crate::live::present() {
         HOT.state.store(PASSTHROUGH, Ordering::Release);
         tls::with(|t| t.in_shim.set(false));
         return;

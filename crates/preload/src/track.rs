@@ -230,6 +230,7 @@ pub unsafe fn write(
                 Some(o) => o,
                 None => files::advance(fd, n),
             };
+            let stream = live_stream(signature, stream);
             let hint_now = inode_hint(fd, info, stream);
             state::emit_write(
                 t,
@@ -332,6 +333,7 @@ unsafe fn finish_write(
             }
         }
     };
+    let stream = live_stream(signature, stream);
     let hint_now = inode_hint(fd, info, stream);
     if events_on() {
         if !info.named {
@@ -350,6 +352,18 @@ unsafe fn finish_write(
                 call as u32,
             ),
         );
+    }
+}
+
+/// The stream of a write: the static map's (`cached`, remembered with the
+/// call path) when `PCSTREAM_MAP` is installed — the explicit map wins —
+/// else the daemon's live table's (a lock-free probe of the mapped file).
+#[inline(always)]
+fn live_stream(sig: u64, cached: u32) -> u32 {
+    if hint::have_map() {
+        cached
+    } else {
+        crate::live::stream(sig)
     }
 }
 
@@ -562,7 +576,7 @@ pub fn opened(fd: c_int, oflags: c_int, before: Option<PathStat>, stdio: bool) {
             );
         }
     }
-    if hint::have_map() && st.st_mode & libc::S_IFMT == libc::S_IFREG {
+    if (hint::have_map() || crate::live::present()) && st.st_mode & libc::S_IFMT == libc::S_IFREG {
         hint::refresh(fd, id);
     }
 }
