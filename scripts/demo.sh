@@ -26,6 +26,7 @@ ctl=${CARGO_TARGET_DIR:-$PWD/target}/release/pcstreamctl
 daemon=${CARGO_TARGET_DIR:-$PWD/target}/release/pcstreamd
 out=${PCSTREAM_DEMO_DIR:-$(mktemp -d /tmp/pcstream-demo.XXXXXX)}
 mkdir -p "$out"
+out=$(cd "$out" && pwd)   # absolute: db_bench runs in another directory under --device-trace
 run="$out/run"; state="$out/state"
 dpid=
 start_daemon() {
@@ -44,16 +45,21 @@ dbargs=(--benchmarks=fillrandom,updaterandom "--num=$keys" --value_size=800
         --write_buffer_size=4194304 --target_file_size_base=4194304
         --max_bytes_for_level_base=16777216 --compression_type=none --statistics=0
         --wal_bytes_per_sync=65536 --bytes_per_sync=262144)
+# db_bench's progress lines (stdout and stderr) go to a log in the demo's
+# directory, not to the terminal: `quiet LOG cmd…` runs cmd with both redirected.
+quiet=(bash -c 'log=$1; shift; exec "$@" >"$log" 2>&1' quiet)
 echo "== run 1: db_bench (${keys} keys, fillrandom + updaterandom) under the shim, the daemon learning (recorded into $out/rec)"
 if [ "$(id -u)" = 0 ]; then
   # A device the database nearly fills, so its own data ages the flash.
   "$ctl" record --socket "$run/events.sock" --force --device-trace --device-size 512M -o "$out/rec" -- \
-    db_bench --db=./db --wal_dir=./db "${dbargs[@]}" >"$out/db_bench.log"
+    "${quiet[@]}" "$out/db_bench.log" db_bench --db=./db --wal_dir=./db "${dbargs[@]}"
 else
   echo "   (not root: file-level trace only; replay uses the file-system allocation model)"
   "$ctl" record --socket "$run/events.sock" --force -o "$out/rec" -- \
-    db_bench --db="$out/db" --wal_dir="$out/db" "${dbargs[@]}" >"$out/db_bench.log"
+    "${quiet[@]}" "$out/db_bench.log" db_bench --db="$out/db" --wal_dir="$out/db" "${dbargs[@]}"
 fi
+echo "   db_bench's output is in $out/db_bench.log; its last lines:"
+tail -n 3 "$out/db_bench.log" | sed 's/^/   | /'
 echo
 echo "== what the daemon learnt: pcstreamctl status / streams / contexts"
 "$ctl" status
