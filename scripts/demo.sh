@@ -59,7 +59,8 @@ else
     "${quiet[@]}" "$out/db_bench.log" db_bench --db="$out/db" --wal_dir="$out/db" "${dbargs[@]}"
 fi
 echo "   db_bench's output is in $out/db_bench.log; its last lines:"
-tail -n 3 "$out/db_bench.log" | sed 's/^/   | /'
+# (its "... finished N ops" progress is \r-separated: drop it, keep the results)
+tr '\r' '\n' <"$out/db_bench.log" | grep -v -e '^\.\.\. finished' -e '^ *$' | tail -n 3 | cut -c1-120 | sed 's/^/   | /' || true
 echo
 echo "== what the daemon learnt: pcstreamctl status / streams / contexts"
 "$ctl" status
