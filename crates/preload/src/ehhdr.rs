@@ -87,8 +87,9 @@ impl FdeTable {
         FdeTable { hdr, n }
     }
 
-    /// The FDE whose initial location is the last one at or below `pc`.
-    pub fn fde_for(&self, pc: usize) -> Option<usize> {
+    /// The table entry (initial location, FDE address; both relative to the
+    /// header) whose initial location is the last one at or below `pc`.
+    fn entry_for(&self, pc: usize) -> Option<[i32; 2]> {
         if self.hdr == 0 || self.n == 0 {
             return None;
         }
@@ -96,21 +97,19 @@ impl FdeTable {
         // SAFETY: `parse` saw a table of `n` pairs right after the header.
         let t = unsafe { std::slice::from_raw_parts((self.hdr + 12) as *const [i32; 2], self.n) };
         let i = t.partition_point(|e| e[0] as isize <= rel);
-        let e = t.get(i.checked_sub(1)?)?;
+        t.get(i.checked_sub(1)?).copied()
+    }
+
+    /// The FDE whose initial location is the last one at or below `pc`.
+    pub fn fde_for(&self, pc: usize) -> Option<usize> {
+        let e = self.entry_for(pc)?;
         Some(self.hdr.wrapping_add(e[1] as isize as usize))
     }
 
     /// Start of the function whose FDE covers `pc` (by initial location; the
     /// FDE's length is not checked: a gap maps to the previous function).
     pub fn function_start(&self, pc: usize) -> Option<usize> {
-        if self.hdr == 0 || self.n == 0 {
-            return None;
-        }
-        let rel = pc.wrapping_sub(self.hdr) as isize;
-        // SAFETY: `parse` saw a table of `n` pairs right after the header.
-        let t = unsafe { std::slice::from_raw_parts((self.hdr + 12) as *const [i32; 2], self.n) };
-        let i = t.partition_point(|e| e[0] as isize <= rel);
-        let e = t.get(i.checked_sub(1)?)?;
+        let e = self.entry_for(pc)?;
         Some(self.hdr.wrapping_add(e[0] as isize as usize))
     }
 }
