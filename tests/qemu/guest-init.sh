@@ -71,11 +71,59 @@ nvme fdp status "$NS" -o json 2>/dev/null | tr -d ' \n' >/tmp/status.json
 sed 's/^/  | /' /tmp/status.json; echo
 # 4224 KiB = 4 RUs + 32 blocks: RUH 2's current unit has 256 − 32 blocks left.
 check fdp-status-ruh-2 grep -q '"pid":2,"ruhid":2,"earutr":0,"ruamw":224' /tmp/status.json
+# io_uring writes with sqe->write_stream = 5 and 7 (the 5th and 7th
+# placement ids: RUHs 4 and 6, which nothing else writes): 2080 KiB = 2 RUs +
+# 8 blocks into RUH 4, 512 KiB = half an RU into RUH 6.
+check uring-write-stream-5 uringwrite "$NS" 5 819200 2080
+sed 's/^/  | /' /tmp/out
+check uring-write-stream-7 uringwrite "$NS" 7 921600 512
+nvme fdp status "$NS" -o json 2>/dev/null | tr -d ' \n' >/tmp/status.json
+check fdp-status-ruh-4 grep -q '"pid":4,"ruhid":4,"earutr":0,"ruamw":248' /tmp/status.json
+check fdp-status-ruh-6 grep -q '"pid":6,"ruhid":6,"earutr":0,"ruamw":128' /tmp/status.json
+# RUH usage attributes (0 unused, 1 host specified, 2 controller specified):
+# RUHs 2, 4, 6 were named by writes, 5 by none; 0 took the unplaced writes.
+RUHA=$(nvme fdp usage "$CTRL" -e 1 -o json 2>/dev/null | tr -d ' \n"' | sed 's/.*ruhus:\[//; s/\].*//; s/[{}]//g; s/ruha://g')
+info "nvme fdp usage: ruha per RUH $RUHA"
+check fdp-usage-ruha test "$(echo "$RUHA" | cut -d, -f1,3,5,6,7)" = "2,1,1,0,1"
 nvme disconnect -n $NQN >/dev/null 2>&1
 kill -TERM $TPID; wait $TPID
 info "target: $(tr -d '\n' </tmp/target.json | head -c 600)"
-RUH2=$(tr -d ' \n' </tmp/target.json | sed 's/.*"ruh_host_bytes":\[\([^]]*\)\].*/\1/' | cut -d, -f3)
-check hint-lands-in-ruh-2 test "$RUH2" = $((4224 * 1024))
+ruh_bytes() { tr -d ' \n' </tmp/target.json | sed 's/.*"ruh_host_bytes":\[\([^]]*\)\].*/\1/' | cut -d, -f$1; }
+check hint-lands-in-ruh-2 test "$(ruh_bytes 3)" = $((4224 * 1024))
+check uring-stream-5-lands-in-ruh-4 test "$(ruh_bytes 5)" = $((2080 * 1024))
+check uring-stream-7-lands-in-ruh-6 test "$(ruh_bytes 7)" = $((512 * 1024))
+check ruh-5-untouched test "$(ruh_bytes 6)" = 0
+
+# A backing file: data written with dd reads back identical after a
+# disconnect, a target restart and a reconnect.
+ns_of() { # the block device of subsystem $1
+  for d in /sys/block/nvme*; do
+    n=$(basename "$d")
+    if [ -b "/dev/$n" ] && [ "$(cat "$d/device/subsysnqn" 2>/dev/null)" = "$1" ]; then echo "/dev/$n"; return; fi
+  done
+  ls -t /dev/nvme[0-9]*n1 | head -1
+}
+BNQN=nqn.2026-11.io.pcstream:backed
+backed() {
+  pcstreamctl target --listen 127.0.0.1:4423 --nqn $BNQN --capacity 64M --ruhs 2 --ru-size 256K \
+    --backing /tmp/ns.img --interval 0 >/dev/null 2>>/tmp/backed.log &
+  BPID=$!
+  sleep 1
+  check "$1" nvme connect -t tcp -a 127.0.0.1 -s 4423 -n $BNQN
+  sleep 2
+}
+backed backed-connect
+BNS=$(ns_of $BNQN)
+info "backed namespace $BNS"
+check backed-dd-write dd if=/tmp/data of="$BNS" bs=1M seek=16 oflag=direct
+check backed-disconnect nvme disconnect -n $BNQN
+kill -TERM $BPID; wait $BPID
+check backed-target-stopped sh -c "! kill -0 $BPID 2>/dev/null"
+backed backed-reconnect-after-restart
+BNS=$(ns_of $BNQN)
+check backed-checksum-after-restart sh -c "test \"\$(dd if=$BNS bs=1M skip=16 count=8 iflag=direct 2>/dev/null | md5sum)\" = \"$SUM\""
+nvme disconnect -n $BNQN >/dev/null 2>&1
+kill -TERM $BPID; wait $BPID
 
 # Two temperatures on a small device: hot and cold on one RUH, then on two.
 twotemp() { # port nqn hot-hint cold-hint

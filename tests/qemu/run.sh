@@ -45,6 +45,7 @@ if [ ! -e "$cache/kernel.done" ]; then
   rm -f "$r"/var/cache/apt/archives/*.deb
   touch "$cache/kernel.done"
 fi
+echo "qemu: guest root file system and kernel ready after $(( $(date +%s) - start )) s"
 kver=$(ls "$cache/kernel/lib/modules" 2>/dev/null | head -1 || true)
 [ -n "$kver" ] || kver=$(ls "$cache/kernel/usr/lib/modules" | head -1)
 vmlinuz=$(ls "$cache"/kernel/boot/vmlinuz-* "$cache/kernel/usr/lib/modules/$kver/vmlinuz" 2>/dev/null | head -1 || true)
@@ -68,6 +69,8 @@ if [ ! -e "$cache/base.cpio.zst" ]; then
   rm -rf "$stage"
 fi
 
+echo "qemu: base initramfs ready after $(( $(date +%s) - start )) s"
+
 # 3. This build's pcstreamctl and the guest's init (every run).
 cargo build --release -q -p pcstreamctl --manifest-path "$root/Cargo.toml"
 over=$(mktemp -d)
@@ -75,12 +78,14 @@ trap 'rm -rf "$over"' EXIT
 mkdir -p "$over/usr/local/bin"
 cp "$root/target/release/pcstreamctl" "$over/usr/local/bin/"
 cc -O2 -Wall -o "$over/usr/local/bin/hintwrite" "$here/hintwrite.c"
+cc -O2 -Wall -o "$over/usr/local/bin/uringwrite" "$here/uringwrite.c"
 cp "$here/guest-init.sh" "$over/init" && chmod 755 "$over/init"
 (cd "$over" && find . | cpio -o -H newc --quiet | zstd -q >"$cache/overlay.cpio.zst")
 cat "$cache/base.cpio.zst" "$cache/overlay.cpio.zst" >"$cache/initrd.zst"
 
 # 4. Boot (TCG, no network device); the guest powers off when done.
 log=$cache/console.log
+echo "qemu: pcstreamctl built after $(( $(date +%s) - start )) s"
 echo "qemu: booting (console log: $log)"
 timeout 900 qemu-system-x86_64 -machine q35 -cpu max -m 3072 -smp 2 -nic none -nographic -no-reboot \
   -kernel "$vmlinuz" -initrd "$cache/initrd.zst" \

@@ -27,6 +27,16 @@ pub mod event {
     pub const INVALID_PID: u8 = 0x03;
 }
 
+/// Reclaim unit handle usage attributes (RUH usage log, RUHA).
+pub mod ruha {
+    /// No write has used the handle.
+    pub const UNUSED: u8 = 0;
+    /// A write named the handle by its placement identifier.
+    pub const HOST: u8 = 1;
+    /// The controller chose the handle for writes without a placement identifier.
+    pub const CONTROLLER: u8 = 2;
+}
+
 /// What the device looks like; from flags or TOML (missing keys take the defaults).
 #[derive(Debug, Clone, PartialEq, serde::Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
@@ -183,6 +193,9 @@ pub struct Device {
     events: VecDeque<FdpEvent>,
     /// Per RUH: event types enabled (bit = type, for types 0..=3).
     event_mask: Vec<u8>,
+    /// Per RUH: usage attribute (RUH usage log RUHA: 0 unused, 1 named by a
+    /// write's placement id, 2 chosen by the controller for unplaced writes).
+    ruh_attr: Vec<u8>,
     trace: Option<BufWriter<File>>,
     started: std::time::Instant,
     reads: u64,
@@ -223,6 +236,7 @@ impl Device {
             ru_fill: vec![0; ruhs],
             events: VecDeque::new(),
             event_mask: vec![0b1001; ruhs],
+            ruh_attr: vec![ruha::UNUSED; ruhs],
             trace,
             started: std::time::Instant::now(),
             reads: 0,
@@ -265,12 +279,19 @@ impl Device {
     pub fn write(&mut self, slba: u64, data: &[u8], pid: Option<u16>, nsid: u32) -> io::Result<()> {
         let n = (data.len() / BLOCK) as u64;
         let ruh = match pid {
-            Some(p) if p < self.cfg.ruhs => p,
+            Some(p) if p < self.cfg.ruhs => {
+                self.ruh_attr[usize::from(p)] = ruha::HOST;
+                p
+            }
             Some(p) => {
                 self.push_event(event::INVALID_PID, p, nsid);
+                self.controller_chose(0);
                 0
             }
-            None => 0,
+            None => {
+                self.controller_chose(0);
+                0
+            }
         };
         self.store.write(slba, data)?;
         self.ssd
@@ -329,6 +350,20 @@ impl Device {
     /// (RUH status RUAMW).
     pub fn ru_available(&self, pid: u16) -> u64 {
         self.ru_pages - self.ru_fill[usize::from(pid)]
+    }
+
+    fn controller_chose(&mut self, r: usize) {
+        if self.ruh_attr[r] == ruha::UNUSED {
+            self.ruh_attr[r] = ruha::CONTROLLER;
+        }
+    }
+
+    /// RUH `pid`'s usage attribute ([`ruha`]).
+    pub fn ruh_attr(&self, pid: u16) -> u8 {
+        self.ruh_attr
+            .get(usize::from(pid))
+            .copied()
+            .unwrap_or(ruha::UNUSED)
     }
 
     /// Reclaim unit size in bytes.
@@ -440,6 +475,19 @@ mod tests {
             Some((event::INVALID_PID, 9))
         );
         assert_eq!(d.stats().ruh_host_bytes[0], BLOCK as u64);
+    }
+
+    #[test]
+    fn usage_attributes_follow_who_chose_the_handle() {
+        let mut d = Device::new(small()).unwrap();
+        assert!((0..4).all(|p| d.ruh_attr(p) == ruha::UNUSED));
+        d.write(0, &[0u8; BLOCK], None, 1).unwrap();
+        d.write(1, &[0u8; BLOCK], Some(2), 1).unwrap();
+        let attrs: Vec<u8> = (0..4).map(|p| d.ruh_attr(p)).collect();
+        assert_eq!(attrs, [ruha::CONTROLLER, ruha::UNUSED, ruha::HOST, ruha::UNUSED]);
+        d.write(2, &[0u8; BLOCK], Some(0), 1).unwrap();
+        d.write(3, &[0u8; BLOCK], None, 1).unwrap();
+        assert_eq!(d.ruh_attr(0), ruha::HOST);
     }
 
     #[test]

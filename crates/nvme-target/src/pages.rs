@@ -273,8 +273,8 @@ pub fn ruh_usage(d: &Device) -> Vec<u8> {
     let n = d.ruhs();
     let mut b = vec![0u8; 8 + 8 * usize::from(n)];
     put(&mut b, 0, &n.to_le_bytes());
-    for i in 0..usize::from(n) {
-        b[8 + 8 * i] = 1; // RUHA: host specified
+    for i in 0..n {
+        b[8 + 8 * usize::from(i)] = d.ruh_attr(i);
     }
     b
 }
