@@ -6,6 +6,7 @@
 use std::collections::HashMap;
 use std::io::{self, BufReader, BufWriter, Read, Write};
 use std::net::{SocketAddr, TcpStream};
+use std::sync::Arc;
 
 use zerocopy::little_endian::{U16, U32};
 use zerocopy::{FromBytes, IntoBytes};
@@ -40,9 +41,40 @@ fn proto(msg: String) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidData, msg)
 }
 
+/// Host data of a command: owned, or shared by many commands (the bench
+/// writes one buffer over and over without copying it per command).
+#[derive(Debug, Clone)]
+pub enum Payload {
+    /// Owned bytes.
+    Owned(Vec<u8>),
+    /// Shared bytes.
+    Shared(Arc<[u8]>),
+}
+
+impl Payload {
+    fn bytes(&self) -> &[u8] {
+        match self {
+            Payload::Owned(v) => v,
+            Payload::Shared(a) => a,
+        }
+    }
+}
+
+impl From<Vec<u8>> for Payload {
+    fn from(v: Vec<u8>) -> Payload {
+        Payload::Owned(v)
+    }
+}
+
+impl From<Arc<[u8]>> for Payload {
+    fn from(a: Arc<[u8]>) -> Payload {
+        Payload::Shared(a)
+    }
+}
+
 #[derive(Debug)]
 struct Inflight {
-    out: Vec<u8>,
+    out: Payload,
     data: Vec<u8>,
 }
 
@@ -55,6 +87,8 @@ pub struct Client {
     next_cid: u16,
     maxh2c: usize,
     inflight: HashMap<u16, Inflight>,
+    /// Receive scratch buffer (reused for every PDU).
+    scratch: Vec<u8>,
     /// Controller id (from Connect).
     pub cntlid: u16,
     hdgst: bool,
@@ -78,6 +112,7 @@ impl Client {
             next_cid: 0,
             maxh2c: 0,
             inflight: HashMap::new(),
+            scratch: Vec::new(),
             cntlid: 0,
             hdgst: false,
             ddgst: false,
@@ -168,19 +203,30 @@ impl Client {
     }
 
     /// As [`Client::submit`], taking the data by value (no copy for R2T data).
-    pub fn submit_owned(&mut self, mut sqe: Sqe, out: Vec<u8>, in_len: usize) -> io::Result<u16> {
+    pub fn submit_owned(
+        &mut self,
+        mut sqe: Sqe,
+        out: impl Into<Payload>,
+        in_len: usize,
+    ) -> io::Result<u16> {
+        let out = out.into();
         let cid = self.next_cid;
         self.next_cid = self.next_cid.wrapping_add(1);
         sqe.dw[0] = U32::new((sqe.dw[0].get() & 0xffff) | u32::from(cid) << 16);
-        let in_capsule = !out.is_empty() && out.len() <= 8192;
-        let len = if out.is_empty() { in_len } else { out.len() };
+        let n = out.bytes().len();
+        let in_capsule = n != 0 && n <= 8192;
+        let len = if n == 0 { in_len } else { n };
         sqe.set_sgl(len as u32, in_capsule);
-        let data: &[u8] = if in_capsule { &out } else { &[] };
+        let data: &[u8] = if in_capsule { out.bytes() } else { &[] };
         self.send(ty::CMD, 0, sqe.as_bytes(), data)?;
         self.inflight.insert(
             cid,
             Inflight {
-                out: if in_capsule { Vec::new() } else { out },
+                out: if in_capsule {
+                    Payload::Owned(Vec::new())
+                } else {
+                    out
+                },
                 data: Vec::new(),
             },
         );
@@ -205,11 +251,13 @@ impl Client {
         } else {
             (hlen + hd, hlen + hd + data.len() + dd)
         };
-        let mut head = pdu::header(t, fl, hlen, pdo, plen).as_bytes().to_vec();
-        head.extend_from_slice(body);
-        self.wr.write_all(&head)?;
+        let mut head = [0u8; 8 + 64];
+        head[..8].copy_from_slice(pdu::header(t, fl, hlen, pdo, plen).as_bytes());
+        head[8..hlen].copy_from_slice(body);
+        let head = &head[..hlen];
+        self.wr.write_all(head)?;
         if self.hdgst {
-            self.wr.write_all(&pdu::digest(&head).to_le_bytes())?;
+            self.wr.write_all(&pdu::digest(head).to_le_bytes())?;
         }
         self.wr.write_all(data)?;
         if dd != 0 {
@@ -229,10 +277,24 @@ impl Client {
             if !(8..=(4 << 20)).contains(&plen) {
                 return Err(proto(format!("PDU length {plen}")));
             }
-            let mut rest = vec![0u8; plen - 8];
-            self.rd.read_exact(&mut rest)?;
-            let mut pdu = hb.to_vec();
-            pdu.extend_from_slice(&rest);
+            let mut pdu = std::mem::take(&mut self.scratch);
+            pdu.clear();
+            pdu.extend_from_slice(&hb);
+            pdu.resize(plen, 0);
+            let r = self
+                .rd
+                .read_exact(&mut pdu[8..])
+                .and_then(|()| self.on_pdu(&h, &pdu));
+            self.scratch = pdu;
+            if let Some(c) = r? {
+                return Ok(c);
+            }
+        }
+    }
+
+    /// Handles one received PDU; a completion when it completes a command.
+    fn on_pdu(&mut self, h: &CommonHeader, pdu: &[u8]) -> io::Result<Option<Completion>> {
+        {
             let hlen = usize::from(h.hlen);
             if self.hdgst && h.pdu_type != ty::C2H_TERM {
                 let got = pdu
@@ -254,12 +316,12 @@ impl Client {
                         .remove(&cid)
                         .map(|f| f.data)
                         .unwrap_or_default();
-                    return Ok(Completion {
+                    return Ok(Some(Completion {
                         cid,
                         status: cqe.status.get() >> 1,
                         result: cqe.result.get(),
                         data: f,
-                    });
+                    }));
                 }
                 ty::C2H_DATA => {
                     let d = DataHeader::read_from_bytes(&pdu[..HLEN_DATA])
@@ -293,13 +355,13 @@ impl Client {
                     let out = self
                         .inflight
                         .get_mut(&cid)
-                        .map(|f| std::mem::take(&mut f.out))
+                        .map(|f| std::mem::replace(&mut f.out, Payload::Owned(Vec::new())))
                         .ok_or_else(|| proto(format!("R2T for unknown command {cid}")))?;
                     let (mut off, end) = (
                         d.offset.get() as usize,
                         (d.offset.get() + d.length.get()) as usize,
                     );
-                    if end > out.len() {
+                    if end > out.bytes().len() {
                         return Err(proto("R2T beyond the data".into()));
                     }
                     while off < end {
@@ -313,7 +375,12 @@ impl Client {
                             length: U32::new(n as u32),
                             rsvd: [0; 4],
                         };
-                        self.send(ty::H2C_DATA, last, &hdr.as_bytes()[8..], &out[off..off + n])?;
+                        self.send(
+                            ty::H2C_DATA,
+                            last,
+                            &hdr.as_bytes()[8..],
+                            &out.bytes()[off..off + n],
+                        )?;
                         off += n;
                     }
                     self.wr.flush()?;
@@ -328,6 +395,7 @@ impl Client {
                 t => return Err(proto(format!("unexpected PDU type {t:#x}"))),
             }
         }
+        Ok(None)
     }
 
     /// Runs one command to completion.
@@ -345,10 +413,10 @@ impl Client {
 
     /// Runs every command of `cmds` keeping up to `depth` in flight; returns
     /// how many failed.
-    pub fn pipeline(
+    pub fn pipeline<D: Into<Payload>>(
         &mut self,
         depth: usize,
-        cmds: impl IntoIterator<Item = (Sqe, Vec<u8>)>,
+        cmds: impl IntoIterator<Item = (Sqe, D)>,
     ) -> io::Result<u64> {
         let mut failed = 0;
         let mut n = 0usize;

@@ -8,28 +8,44 @@
 //! waiting, so a host that pipelines commands gets its completions batched.
 
 use std::collections::HashMap;
-use std::io::{self, BufRead, BufReader, BufWriter, Read, Write};
+use std::io::{self, BufWriter, Read, Write};
 use std::net::TcpStream;
 use std::sync::Arc;
 
 use zerocopy::little_endian::{U16, U32, U64};
 use zerocopy::{FromBytes, IntoBytes};
 
-use crate::controller::{host_to_ctrl, sc, Queue, Reply, Shared};
+use crate::controller::{host_to_ctrl, sc, Queue, Reply, Shared, WritePlan};
 use crate::pdu::{
-    self, check_header, flags, ty, CommonHeader, Cqe, DataHeader, IcReq, IcResp, Limits, PduError,
-    Sqe, TermHeader, HLEN_DATA, HLEN_RSP, HLEN_TERM, SGL_IN_CAPSULE, SGL_TRANSPORT,
+    self, check_header, flags, ty, CommonHeader, Cqe, DataHeader, Frame, IcReq, IcResp, Limits,
+    PduError, Sqe, TermHeader, HLEN_DATA, HLEN_RSP, HLEN_TERM, SGL_IN_CAPSULE, SGL_TRANSPORT,
 };
 
 /// Largest C2HData payload sent in one PDU.
 const C2H_CHUNK: usize = 128 * 1024;
 
-/// A write waiting for its H2CData.
+/// Receive buffer: holds at least one whole PDU, read from the socket in
+/// large chunks; PDUs are decoded in place.
+const RX_BUF: usize = 512 * 1024;
+/// Below this much room at the end, the unread bytes move to the front.
+const RX_ROOM: usize = 64 * 1024;
+
+/// A transfer waiting for its H2CData.
 #[derive(Debug)]
 struct Pending {
     sqe: Sqe,
     want: usize,
-    buf: Vec<u8>,
+    got: usize,
+    /// Where the data goes.
+    sink: Sink,
+}
+
+#[derive(Debug)]
+enum Sink {
+    /// A checked Write: straight into the store, then placed.
+    Store(WritePlan, io::Result<()>),
+    /// Anything else: collected, then executed.
+    Buffer(Vec<u8>),
 }
 
 /// Why a connection ended.
@@ -43,18 +59,65 @@ pub enum ConnError {
     Io(#[from] io::Error),
 }
 
+/// The socket's receive side: a buffer PDUs are decoded from in place.
+#[derive(Debug)]
+struct Rx {
+    sock: TcpStream,
+    buf: Box<[u8]>,
+    start: usize,
+    end: usize,
+}
+
+impl Rx {
+    fn avail(&self) -> usize {
+        self.end - self.start
+    }
+
+    fn data(&self) -> &[u8] {
+        &self.buf[self.start..self.end]
+    }
+
+    /// One read from the socket, with room for `want` unread bytes in the
+    /// buffer (`want` ≤ its size). Returns the bytes read (0: end of stream).
+    fn fill(&mut self, want: usize) -> io::Result<usize> {
+        if self.start == self.end {
+            (self.start, self.end) = (0, 0);
+        } else if self.buf.len() - self.start < want || self.buf.len() - self.end < RX_ROOM {
+            self.buf.copy_within(self.start..self.end, 0);
+            (self.start, self.end) = (0, self.end - self.start);
+        }
+        loop {
+            match self.sock.read(&mut self.buf[self.end..]) {
+                Ok(n) => {
+                    self.end += n;
+                    return Ok(n);
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+    }
+}
+
 /// The per-connection state machine.
 #[derive(Debug)]
 pub struct Connection {
+    rx: Rx,
+    st: State,
+}
+
+/// Everything but the receive buffer (so handlers can borrow a PDU from it).
+#[derive(Debug)]
+struct State {
     shared: Arc<Shared>,
     lim: Limits,
-    rd: BufReader<TcpStream>,
     wr: BufWriter<TcpStream>,
     hdgst: bool,
     ddgst: bool,
     queue: Queue,
     pending: HashMap<u16, Pending>,
-    pdu: Vec<u8>,
+    /// Start of the PDU that ended the connection (echoed in C2HTermReq).
+    echo: Vec<u8>,
 }
 
 impl Connection {
@@ -62,82 +125,132 @@ impl Connection {
     pub fn new(shared: Arc<Shared>, stream: TcpStream, lim: Limits) -> io::Result<Connection> {
         stream.set_nodelay(true)?;
         Ok(Connection {
-            shared,
-            lim,
-            rd: BufReader::with_capacity(256 * 1024, stream.try_clone()?),
-            wr: BufWriter::with_capacity(256 * 1024, stream),
-            hdgst: false,
-            ddgst: false,
-            queue: Queue::default(),
-            pending: HashMap::new(),
-            pdu: Vec::new(),
+            rx: Rx {
+                sock: stream.try_clone()?,
+                buf: vec![0u8; RX_BUF].into_boxed_slice(),
+                start: 0,
+                end: 0,
+            },
+            st: State {
+                shared,
+                lim,
+                wr: BufWriter::with_capacity(256 * 1024, stream),
+                hdgst: false,
+                ddgst: false,
+                queue: Queue::default(),
+                pending: HashMap::new(),
+                echo: Vec::new(),
+            },
         })
     }
 
     /// Serves the connection until the host closes it or breaks the protocol.
     pub fn run(mut self) -> Result<(), ConnError> {
         let r = self.serve();
+        let st = &mut self.st;
         if let Err(ConnError::Protocol(e)) = &r {
-            let _ = self.terminate(e);
+            let _ = st.terminate(e);
         }
-        let _ = self.wr.flush();
-        if let (0, Some(c)) = (self.queue.qid, &self.queue.ctrl) {
-            self.shared.drop_ctrl(c.id.cntlid);
+        let _ = st.wr.flush();
+        if let (0, Some(c)) = (st.queue.qid, &st.queue.ctrl) {
+            st.shared.drop_ctrl(c.id.cntlid);
         }
         r
+    }
+
+    /// Makes `want` bytes readable, flushing responses before blocking.
+    /// False: the host closed the connection with nothing unread.
+    fn need(&mut self, want: usize) -> Result<bool, ConnError> {
+        while self.rx.avail() < want {
+            self.st.wr.flush()?;
+            if self.rx.fill(want)? == 0 {
+                if self.rx.avail() == 0 {
+                    return Ok(false);
+                }
+                return Err(io::Error::from(io::ErrorKind::UnexpectedEof).into());
+            }
+        }
+        Ok(true)
     }
 
     fn serve(&mut self) -> Result<(), ConnError> {
         let mut connected = false;
         loop {
-            if self.rd.buffer().is_empty() {
-                self.wr.flush()?;
-                if self.rd.fill_buf()?.is_empty() {
-                    return Ok(()); // orderly close between PDUs
-                }
+            if !self.need(8)? {
+                return Ok(()); // orderly close between PDUs
             }
-            let mut hb = [0u8; 8];
-            self.rd.read_exact(&mut hb)?;
-            let h = CommonHeader::read_from_bytes(&hb).map_err(|_| PduError::BadType(hb[0]))?;
-            let f = check_header(&h, &self.lim, self.hdgst, self.ddgst)?;
-            if (f.ty == ty::IC_REQ) == connected {
-                return Err(PduError::Sequence(f.ty).into());
-            }
-            // The PDU is bounded by check_header's limits before this resize.
-            self.pdu.clear();
-            self.pdu.extend_from_slice(&hb);
-            self.pdu.resize(f.plen, 0);
-            self.rd.read_exact(&mut self.pdu[8..])?;
-            if self.hdgst && f.ty != ty::IC_REQ && f.ty != ty::H2C_TERM {
-                let want = pdu::digest(&self.pdu[..f.hlen]);
-                let got =
-                    u32::from_le_bytes(self.pdu[f.hlen..f.hlen + 4].try_into().unwrap_or_default());
-                if want != got {
-                    return Err(PduError::HeaderDigest.into());
+            let hb = &self.rx.data()[..8];
+            let h = CommonHeader::read_from_bytes(hb).map_err(|_| PduError::BadType(hb[0]))?;
+            let checked =
+                check_header(&h, &self.st.lim, self.st.hdgst, self.st.ddgst).and_then(|f| {
+                    if (f.ty == ty::IC_REQ) == connected {
+                        Err(PduError::Sequence(f.ty))
+                    } else {
+                        Ok(f)
+                    }
+                });
+            let f = match checked {
+                Ok(f) => f,
+                Err(e) => {
+                    self.st.echo = self.rx.data()[..self.rx.avail().min(pdu::HLEN_CMD)].to_vec();
+                    return Err(e.into());
                 }
+            };
+            // The PDU is bounded by check_header's limits (≤ RX_BUF).
+            if !self.need(f.plen)? {
+                return Err(io::Error::from(io::ErrorKind::UnexpectedEof).into());
             }
-            if self.ddgst && f.data_len > 0 && f.ty != ty::H2C_TERM {
-                let d = &self.pdu[f.pdo..f.pdo + f.data_len];
-                let got = u32::from_le_bytes(self.pdu[f.plen - 4..].try_into().unwrap_or_default());
-                if pdu::digest(d) != got {
-                    return Err(PduError::DataDigest.into());
-                }
+            let at = self.rx.start;
+            let pdu = &self.rx.buf[at..at + f.plen];
+            let r = self.st.pdu(pdu, &f);
+            if r.is_err() {
+                self.st.echo = pdu[..f.plen.min(pdu::HLEN_CMD)].to_vec();
             }
-            match f.ty {
-                ty::IC_REQ => {
-                    self.ic_req()?;
-                    connected = true;
-                }
-                ty::CMD => self.command(f.pdo, f.data_len)?,
-                ty::H2C_DATA => self.h2c_data(f.pdo, f.data_len, f.flags)?,
-                ty::H2C_TERM => return Ok(()),
-                t => return Err(PduError::BadType(t).into()),
+            self.rx.start += f.plen;
+            match r? {
+                Flow::Go => connected = true,
+                Flow::Close => return Ok(()),
             }
         }
     }
+}
 
-    fn ic_req(&mut self) -> Result<(), ConnError> {
-        let req = IcReq::read_from_bytes(&self.pdu[..]).map_err(|_| PduError::BadType(0))?;
+/// What the connection does after a PDU.
+enum Flow {
+    Go,
+    Close,
+}
+
+impl State {
+    /// Checks the digests and dispatches one whole PDU.
+    fn pdu(&mut self, pdu: &[u8], f: &Frame) -> Result<Flow, ConnError> {
+        if self.hdgst && f.ty != ty::IC_REQ && f.ty != ty::H2C_TERM {
+            let want = pdu::digest(&pdu[..f.hlen]);
+            let got = u32::from_le_bytes(pdu[f.hlen..f.hlen + 4].try_into().unwrap_or_default());
+            if want != got {
+                return Err(PduError::HeaderDigest.into());
+            }
+        }
+        if self.ddgst && f.data_len > 0 && f.ty != ty::H2C_TERM {
+            let d = &pdu[f.pdo..f.pdo + f.data_len];
+            let got = u32::from_le_bytes(pdu[f.plen - 4..].try_into().unwrap_or_default());
+            if pdu::digest(d) != got {
+                return Err(PduError::DataDigest.into());
+            }
+        }
+        let data = &pdu[f.pdo..f.pdo + f.data_len];
+        match f.ty {
+            ty::IC_REQ => self.ic_req(pdu)?,
+            ty::CMD => self.command(pdu, data)?,
+            ty::H2C_DATA => self.h2c_data(pdu, data, f.flags)?,
+            ty::H2C_TERM => return Ok(Flow::Close),
+            t => return Err(PduError::BadType(t).into()),
+        }
+        Ok(Flow::Go)
+    }
+
+    fn ic_req(&mut self, pdu: &[u8]) -> Result<(), ConnError> {
+        let req = IcReq::read_from_bytes(pdu).map_err(|_| PduError::BadType(0))?;
         if req.pfv.get() != 0 {
             return Err(
                 PduError::Unsupported(format!("PDU format version {}", req.pfv.get())).into(),
@@ -162,11 +275,11 @@ impl Connection {
         Ok(())
     }
 
-    fn command(&mut self, pdo: usize, data_len: usize) -> Result<(), ConnError> {
-        let sqe = Sqe::read_from_bytes(&self.pdu[8..72]).map_err(|_| PduError::BadType(ty::CMD))?;
+    fn command(&mut self, pdu: &[u8], data: &[u8]) -> Result<(), ConnError> {
+        let sqe = Sqe::read_from_bytes(&pdu[8..72]).map_err(|_| PduError::BadType(ty::CMD))?;
         let len = sqe.sgl_len() as usize;
         if !host_to_ctrl(&sqe) || len == 0 {
-            if data_len != 0 {
+            if !data.is_empty() {
                 return Err(PduError::DataRange(format!(
                     "command {} carries data it does not take",
                     sqe.cid()
@@ -186,30 +299,36 @@ impl Connection {
         }
         match sqe.sgl_type() {
             SGL_IN_CAPSULE => {
-                if data_len != len {
+                if data.len() != len {
                     return Err(PduError::DataRange(format!(
-                        "command {}: {data_len} bytes in the capsule, SGL says {len}",
-                        sqe.cid()
+                        "command {}: {} bytes in the capsule, SGL says {len}",
+                        sqe.cid(),
+                        data.len()
                     ))
                     .into());
                 }
-                let data = self.pdu[pdo..pdo + data_len].to_vec();
-                self.finish(&sqe, &data)
+                self.finish(&sqe, data)
             }
-            SGL_TRANSPORT if data_len == 0 => {
+            SGL_TRANSPORT if data.is_empty() => {
                 let cid = sqe.cid();
                 if self.pending.contains_key(&cid)
                     || self.pending.len() > usize::from(self.queue.sqsize).max(1)
                 {
                     return Err(PduError::Sequence(ty::CMD).into());
                 }
+                let sink = match self.queue.plan_write(&self.shared, &sqe) {
+                    Some(Ok(plan)) => Sink::Store(plan, Ok(())),
+                    Some(Err(reply)) => return self.respond(cid, &reply),
+                    // len ≤ max_transfer and pending ≤ sqsize bound this.
+                    None => Sink::Buffer(Vec::with_capacity(len)),
+                };
                 self.pending.insert(
                     cid,
                     Pending {
                         sqe,
                         want: len,
-                        // len ≤ max_transfer and pending ≤ sqsize bound this.
-                        buf: Vec::with_capacity(len),
+                        got: 0,
+                        sink,
                     },
                 );
                 self.send_data_header(ty::R2T, 0, cid, 0, len as u32)?;
@@ -229,8 +348,8 @@ impl Connection {
         }
     }
 
-    fn h2c_data(&mut self, pdo: usize, data_len: usize, fl: u8) -> Result<(), ConnError> {
-        let h = DataHeader::read_from_bytes(&self.pdu[..HLEN_DATA])
+    fn h2c_data(&mut self, pdu: &[u8], data: &[u8], fl: u8) -> Result<(), ConnError> {
+        let h = DataHeader::read_from_bytes(&pdu[..HLEN_DATA])
             .map_err(|_| PduError::BadType(ty::H2C_DATA))?;
         let ttag = h.ttag.get();
         let Some(p) = self.pending.get_mut(&ttag) else {
@@ -238,19 +357,31 @@ impl Connection {
         };
         let off = h.offset.get() as usize;
         if h.cid.get() != p.sqe.cid()
-            || off != p.buf.len()
-            || h.length.get() as usize != data_len
-            || off + data_len > p.want
+            || off != p.got
+            || h.length.get() as usize != data.len()
+            || off + data.len() > p.want
         {
             return Err(PduError::DataRange(format!(
-                "tag {ttag}: {data_len} bytes at {off}, expected at {} of {}",
-                p.buf.len(),
+                "tag {ttag}: {} bytes at {off}, expected at {} of {}",
+                data.len(),
+                p.got,
                 p.want
             ))
             .into());
         }
-        p.buf.extend_from_slice(&self.pdu[pdo..pdo + data_len]);
-        if p.buf.len() == p.want {
+        match &mut p.sink {
+            Sink::Store(plan, result) => {
+                if result.is_ok() {
+                    *result = self
+                        .shared
+                        .store
+                        .write_at(plan.byte_offset() + off as u64, data);
+                }
+            }
+            Sink::Buffer(buf) => buf.extend_from_slice(data),
+        }
+        p.got += data.len();
+        if p.got == p.want {
             if fl & flags::DATA_LAST == 0 {
                 return Err(PduError::DataRange(format!(
                     "tag {ttag}: last PDU without the LAST flag"
@@ -258,7 +389,21 @@ impl Connection {
                 .into());
             }
             if let Some(p) = self.pending.remove(&ttag) {
-                self.finish(&p.sqe, &p.buf)?;
+                match p.sink {
+                    Sink::Store(plan, Ok(())) => {
+                        let reply = self.queue.commit_write(&self.shared, &plan);
+                        self.respond(p.sqe.cid(), &reply)?;
+                    }
+                    Sink::Store(_, Err(e)) => {
+                        tracing::warn!("I/O failed: {e}");
+                        let reply = Reply {
+                            status: sc::INTERNAL | sc::DNR,
+                            ..Reply::default()
+                        };
+                        self.respond(p.sqe.cid(), &reply)?;
+                    }
+                    Sink::Buffer(buf) => self.finish(&p.sqe, &buf)?,
+                }
             }
         }
         Ok(())
@@ -371,16 +516,15 @@ impl Connection {
 
     fn terminate(&mut self, e: &PduError) -> io::Result<()> {
         tracing::info!("connection ended: {e}");
-        let echo = self.pdu.len().min(pdu::HLEN_CMD);
+        let echo = std::mem::take(&mut self.echo);
         let t = TermHeader {
-            hdr: pdu::header(ty::C2H_TERM, 0, HLEN_TERM, 0, HLEN_TERM + echo),
+            hdr: pdu::header(ty::C2H_TERM, 0, HLEN_TERM, 0, HLEN_TERM + echo.len()),
             fes: U16::new(e.fes()),
             fei: U32::new(0),
             rsvd: [0; 10],
         };
         self.wr.write_all(t.as_bytes())?;
-        let echo_bytes = self.pdu[..echo].to_vec();
-        self.wr.write_all(&echo_bytes)?;
+        self.wr.write_all(&echo)?;
         self.wr.flush()
     }
 }

@@ -12,6 +12,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use crate::device::{Device, BLOCK};
 use crate::pages::{self, Identity, DISCOVERY_NQN};
 use crate::pdu::Sqe;
+use crate::store::Store;
 
 /// Status values (SCT << 8 | SC), as Linux's `NVME_SC_*` spell them.
 pub mod sc {
@@ -155,8 +156,14 @@ pub struct Ctrl {
 /// State shared by every connection of a target.
 #[derive(Debug)]
 pub struct Shared {
-    /// The namespace.
+    /// The namespace's model and counters.
     pub device: Mutex<Device>,
+    /// The namespace's data (read and written without the device lock).
+    pub store: Arc<Store>,
+    /// Namespace size in logical blocks (fixed).
+    pub nlb: u64,
+    /// Reclaim unit handles (fixed).
+    pub ruhs: u16,
     /// Subsystem NQN.
     pub subnqn: String,
     /// Address and port advertised in the discovery log.
@@ -171,6 +178,9 @@ impl Shared {
     /// A target's shared state.
     pub fn new(device: Device, subnqn: String, addr: String, port: u16) -> Shared {
         Shared {
+            store: device.store(),
+            nlb: device.nlb(),
+            ruhs: device.ruhs(),
             device: Mutex::new(device),
             subnqn,
             addr,
@@ -183,6 +193,11 @@ impl Shared {
     /// The device, even if a connection thread panicked while holding it.
     pub fn dev(&self) -> MutexGuard<'_, Device> {
         self.device.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Whether `n` blocks from `slba` are inside the namespace.
+    pub fn in_range(&self, slba: u64, n: u64) -> bool {
+        slba.checked_add(n).is_some_and(|e| e <= self.nlb)
     }
 
     /// Forgets a controller when its admin queue goes away.
@@ -502,54 +517,139 @@ fn directive_send(sqe: &Sqe) -> Reply {
     }
 }
 
-fn io(sh: &Shared, ctrl: &Ctrl, sqe: &Sqe, data: &[u8]) -> Reply {
+/// A validated Write: where its data goes and which handle places it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WritePlan {
+    /// First logical block.
+    pub slba: u64,
+    /// Logical blocks.
+    pub nlb: u64,
+    /// Placement identifier (None: the controller chooses).
+    pub pid: Option<u16>,
+}
+
+impl WritePlan {
+    /// Byte offset of the data in the namespace.
+    pub fn byte_offset(&self) -> u64 {
+        self.slba * BLOCK as u64
+    }
+    /// Bytes of data.
+    pub fn bytes(&self) -> usize {
+        self.nlb as usize * BLOCK
+    }
+}
+
+fn ns_check(ctrl: &Ctrl, sqe: &Sqe) -> Result<(), Reply> {
     if ctrl.id.discovery {
-        return Reply::status(sc::INVALID_OPCODE);
+        return Err(Reply::status(sc::INVALID_OPCODE));
     }
     let opcode = sqe.opcode();
     if opcode != op::FLUSH && sqe.nsid() != 1
         || opcode == op::FLUSH && !matches!(sqe.nsid(), 1 | 0xffff_ffff)
     {
-        return Reply::status(sc::INVALID_NS);
+        return Err(Reply::status(sc::INVALID_NS));
     }
-    let slba = u64::from(sqe.cdw(10)) | u64::from(sqe.cdw(11)) << 32;
-    let nlb = u64::from(sqe.cdw(12) as u16) + 1;
-    let mut dev = sh.dev();
-    let range_ok = dev.in_range(slba, nlb);
-    let wrap = |r: std::io::Result<()>| match r {
+    Ok(())
+}
+
+fn lba_range(sqe: &Sqe) -> (u64, u64) {
+    (
+        u64::from(sqe.cdw(10)) | u64::from(sqe.cdw(11)) << 32,
+        u64::from(sqe.cdw(12) as u16) + 1,
+    )
+}
+
+/// Checks a Write command (namespace, range, data length, placement
+/// directive) before its data is taken.
+fn plan_write(sh: &Shared, ctrl: &Ctrl, sqe: &Sqe, data_len: usize) -> Result<WritePlan, Reply> {
+    ns_check(ctrl, sqe)?;
+    let (slba, nlb) = lba_range(sqe);
+    if !sh.in_range(slba, nlb) {
+        return Err(Reply::status(sc::LBA_RANGE));
+    }
+    if data_len as u64 != nlb * BLOCK as u64 {
+        return Err(Reply::status(sc::SGL_LENGTH));
+    }
+    let dspec = (sqe.cdw(13) >> 16) as u16;
+    let pid = match (sqe.cdw(12) >> 20) & 0xf {
+        0 => None,
+        1 => Some(dspec % sh.ruhs), // Streams: stream id → handle
+        2 => Some(dspec),           // FDP: placement id (one reclaim group)
+        _ => return Err(Reply::status(sc::INVALID_FIELD)),
+    };
+    Ok(WritePlan { slba, nlb, pid })
+}
+
+fn io_result(r: std::io::Result<()>) -> Reply {
+    match r {
         Ok(()) => Reply::ok(),
         Err(e) => {
             tracing::warn!("I/O failed: {e}");
             Reply::status(sc::INTERNAL)
         }
-    };
+    }
+}
+
+impl Queue {
+    /// For a Write on an I/O queue whose data the transport will fetch:
+    /// the checked plan (the transport puts the data straight into
+    /// [`Shared::store`] at [`WritePlan::byte_offset`], then calls
+    /// [`Queue::commit_write`]), or the error reply to send instead of
+    /// asking for the data. None: not such a command.
+    pub fn plan_write(&self, sh: &Shared, sqe: &Sqe) -> Option<Result<WritePlan, Reply>> {
+        let ctrl = self.ctrl.as_ref()?;
+        if self.qid == 0 || sqe.opcode() != op::WRITE {
+            return None;
+        }
+        Some(plan_write(sh, ctrl, sqe, sqe.sgl_len() as usize))
+    }
+
+    /// Places a planned write whose data is in the store.
+    pub fn commit_write(&self, sh: &Shared, plan: &WritePlan) -> Reply {
+        io_result(sh.dev().place(plan.slba, plan.nlb, plan.pid, 1))
+    }
+}
+
+fn io(sh: &Shared, ctrl: &Ctrl, sqe: &Sqe, data: &[u8]) -> Reply {
+    if let Err(r) = ns_check(ctrl, sqe) {
+        return r;
+    }
+    let opcode = sqe.opcode();
+    let (slba, nlb) = lba_range(sqe);
     match opcode {
-        op::FLUSH => wrap(dev.flush()),
-        op::READ | op::WRITE | op::WRITE_ZEROES if !range_ok => Reply::status(sc::LBA_RANGE),
+        op::WRITE => {
+            return match plan_write(sh, ctrl, sqe, data.len()) {
+                Ok(p) => match sh.store.write_at(p.byte_offset(), data) {
+                    Ok(()) => io_result(sh.dev().place(p.slba, p.nlb, p.pid, 1)),
+                    Err(e) => io_result(Err(e)),
+                },
+                Err(r) => r,
+            };
+        }
         op::READ => {
+            if !sh.in_range(slba, nlb) {
+                return Reply::status(sc::LBA_RANGE);
+            }
             if sqe.sgl_len() as u64 != nlb * BLOCK as u64 {
                 return Reply::status(sc::SGL_LENGTH);
             }
             let mut buf = vec![0u8; (nlb as usize) * BLOCK];
-            match dev.read(slba, &mut buf) {
-                Ok(()) => Reply::data(buf),
-                Err(e) => wrap(Err(e)),
-            }
-        }
-        op::WRITE => {
-            if data.len() as u64 != nlb * BLOCK as u64 {
-                return Reply::status(sc::SGL_LENGTH);
-            }
-            let dtype = (sqe.cdw(12) >> 20) & 0xf;
-            let dspec = (sqe.cdw(13) >> 16) as u16;
-            let pid = match dtype {
-                0 => None,
-                1 => Some(dspec % dev.ruhs()), // Streams: stream id → handle
-                2 => Some(dspec),              // FDP: placement id (one reclaim group)
-                _ => return Reply::status(sc::INVALID_FIELD),
+            return match sh.store.read_at(slba * BLOCK as u64, &mut buf) {
+                Ok(()) => {
+                    sh.dev().count_read(buf.len() as u64);
+                    Reply::data(buf)
+                }
+                Err(e) => io_result(Err(e)),
             };
-            wrap(dev.write(slba, data, pid, 1))
         }
+        _ => {}
+    }
+    let mut dev = sh.dev();
+    let range_ok = dev.in_range(slba, nlb);
+    let wrap = io_result;
+    match opcode {
+        op::FLUSH => wrap(dev.flush()),
+        op::WRITE_ZEROES if !range_ok => Reply::status(sc::LBA_RANGE),
         op::WRITE_ZEROES => wrap(dev.deallocate(slba, nlb)),
         op::DSM => {
             let nr = (sqe.cdw(10) & 0xff) as usize + 1;

@@ -8,6 +8,7 @@ use std::collections::VecDeque;
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use ftl_sim::{Config, Geometry, Ssd};
 use serde::Serialize;
@@ -185,7 +186,7 @@ pub struct DeviceStats {
 pub struct Device {
     cfg: DeviceConfig,
     ssd: Ssd,
-    store: Store,
+    store: Arc<Store>,
     nlb: u64,
     ru_pages: u64,
     /// Pages written into each RUH's current reclaim unit.
@@ -215,10 +216,10 @@ impl Device {
                 source,
             }
         }
-        let store = match &cfg.backing {
-            Some(p) => Store::file(p, BLOCK, nlb * BLOCK as u64).map_err(io(p))?,
-            None => Store::memory(BLOCK),
-        };
+        let store = Arc::new(match &cfg.backing {
+            Some(p) => Store::file(p, nlb * BLOCK as u64).map_err(io(p))?,
+            None => Store::memory(nlb * BLOCK as u64),
+        });
         let trace = match &cfg.trace {
             Some(p) => {
                 let mut w = BufWriter::new(File::create(p).map_err(io(p))?);
@@ -266,18 +267,34 @@ impl Device {
         slba.checked_add(n).is_some_and(|e| e <= self.nlb)
     }
 
-    /// Reads whole blocks.
-    pub fn read(&mut self, slba: u64, buf: &mut [u8]) -> io::Result<()> {
-        self.reads += 1;
-        self.read_bytes += buf.len() as u64;
-        self.store.read(slba, buf)
+    /// The data store (connections read and write it without the device lock).
+    pub fn store(&self) -> Arc<Store> {
+        self.store.clone()
     }
 
-    /// Writes whole blocks through placement identifier `pid` (None: the
-    /// default handle 0). An unknown pid is logged as an event and falls
-    /// back to handle 0, as the FDP spec's reference implementations do.
+    /// Reads whole blocks.
+    pub fn read(&mut self, slba: u64, buf: &mut [u8]) -> io::Result<()> {
+        self.count_read(buf.len() as u64);
+        self.store.read_at(slba * BLOCK as u64, buf)
+    }
+
+    /// Counts a read of `bytes` bytes (the data came from [`Device::store`]).
+    pub fn count_read(&mut self, bytes: u64) {
+        self.reads += 1;
+        self.read_bytes += bytes;
+    }
+
+    /// Writes whole blocks: stores them and places them ([`Device::place`]).
     pub fn write(&mut self, slba: u64, data: &[u8], pid: Option<u16>, nsid: u32) -> io::Result<()> {
-        let n = (data.len() / BLOCK) as u64;
+        self.store.write_at(slba * BLOCK as u64, data)?;
+        self.place(slba, (data.len() / BLOCK) as u64, pid, nsid)
+    }
+
+    /// Runs `n` blocks at `slba`, already in the store, through the model
+    /// via placement identifier `pid` (None: the default handle 0). An
+    /// unknown pid is logged as an event and falls back to handle 0, as the
+    /// FDP spec's reference implementations do.
+    pub fn place(&mut self, slba: u64, n: u64, pid: Option<u16>, nsid: u32) -> io::Result<()> {
         let ruh = match pid {
             Some(p) if p < self.cfg.ruhs => {
                 self.ruh_attr[usize::from(p)] = ruha::HOST;
@@ -293,7 +310,6 @@ impl Device {
                 0
             }
         };
-        self.store.write(slba, data)?;
         self.ssd
             .write_pages(slba, n, u32::from(ruh))
             .map_err(|e| io::Error::other(e.to_string()))?;
@@ -314,7 +330,12 @@ impl Device {
     /// Deallocates (TRIM) or zeroes `n` blocks: they read as zeros and the
     /// model stops counting them as valid.
     pub fn deallocate(&mut self, slba: u64, n: u64) -> io::Result<()> {
-        self.store.zero(slba, n)?;
+        self.store.zero(slba * BLOCK as u64, n * BLOCK as u64)?;
+        self.unmap(slba, n)
+    }
+
+    /// The model side of [`Device::deallocate`] (the store was zeroed).
+    pub fn unmap(&mut self, slba: u64, n: u64) -> io::Result<()> {
         self.ssd
             .trim(slba, n)
             .map_err(|e| io::Error::other(e.to_string()))?;
@@ -484,7 +505,10 @@ mod tests {
         d.write(0, &[0u8; BLOCK], None, 1).unwrap();
         d.write(1, &[0u8; BLOCK], Some(2), 1).unwrap();
         let attrs: Vec<u8> = (0..4).map(|p| d.ruh_attr(p)).collect();
-        assert_eq!(attrs, [ruha::CONTROLLER, ruha::UNUSED, ruha::HOST, ruha::UNUSED]);
+        assert_eq!(
+            attrs,
+            [ruha::CONTROLLER, ruha::UNUSED, ruha::HOST, ruha::UNUSED]
+        );
         d.write(2, &[0u8; BLOCK], Some(0), 1).unwrap();
         d.write(3, &[0u8; BLOCK], None, 1).unwrap();
         assert_eq!(d.ruh_attr(0), ruha::HOST);
