@@ -267,9 +267,14 @@ impl Client {
     }
 
     /// Reads PDUs (answering R2Ts) until one command completes.
+    /// Commands submitted since the last call stay buffered until this
+    /// would block on the socket, so a pipelining caller sends them in
+    /// batches (one write for many capsules).
     pub fn poll(&mut self) -> io::Result<Completion> {
-        self.wr.flush()?;
         loop {
+            if self.rd.buffer().len() < 8 {
+                self.wr.flush()?;
+            }
             let mut hb = [0u8; 8];
             self.rd.read_exact(&mut hb)?;
             let h = CommonHeader::read_from_bytes(&hb[..]).map_err(|_| proto("header".into()))?;
@@ -281,6 +286,9 @@ impl Client {
             pdu.clear();
             pdu.extend_from_slice(&hb);
             pdu.resize(plen, 0);
+            if self.rd.buffer().len() < plen - 8 {
+                self.wr.flush()?;
+            }
             let r = self
                 .rd
                 .read_exact(&mut pdu[8..])
@@ -383,7 +391,6 @@ impl Client {
                         )?;
                         off += n;
                     }
-                    self.wr.flush()?;
                 }
                 ty::C2H_TERM => {
                     let fes = u16::from_le_bytes([pdu[8], pdu[9]]);
