@@ -154,6 +154,23 @@ fn io_reads_back_what_was_written_and_placement_reaches_the_ruh() {
         q.write(nlb - 1, &pattern(3, 8192), None).unwrap().code(),
         0x080
     );
+    // The same for a write whose data would come by R2T: refused before
+    // any data is asked for; an unknown directive type likewise.
+    assert_eq!(
+        q.write(nlb - 8, &pattern(3, 65536), None).unwrap().code(),
+        0x080
+    );
+    let mut bad_dtype = Client::write_cmd(0, 16, None);
+    bad_dtype.set(12, 15 | 7 << 20);
+    assert_eq!(
+        q.exec(bad_dtype, &pattern(3, 65536), 0).unwrap().code(),
+        0x002
+    );
+    // A write across a 1 MiB boundary of the in-memory store.
+    let across = pattern(4, 512 * 1024);
+    assert_eq!(q.write(200, &across, Some(3)).unwrap().status, 0);
+    assert_eq!(q.read(200, 128).unwrap().data, across);
+    assert_eq!(q.read(100, 100).unwrap().data, big_w[..100 * 4096]);
     let mut r = pdu::Sqe::new(0x12, 0, 1);
     r.set(10, 1).set(11, (16 + 4 * 32) / 4 - 1);
     let st = q.exec(r, &[], 16 + 4 * 32).unwrap();
