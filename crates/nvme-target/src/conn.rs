@@ -4,8 +4,14 @@
 //! that breaks the protocol ends this connection with a C2HTermReq naming
 //! the error; other connections and the target carry on.
 //!
-//! Responses are buffered and flushed only when no more received bytes are
-//! waiting, so a host that pipelines commands gets its completions batched.
+//! The data path is hand-written for speed: PDUs are decoded in place from
+//! a receive buffer that one large read fills with many of them; write data
+//! (in-capsule or H2CData) goes from there straight into the store (a Write
+//! that needs R2T is checked before its data is asked for), so the only
+//! user-space copy is into the store and only the model step takes the
+//! device lock. Responses are buffered and flushed only when the
+//! connection would block, so a host that pipelines commands gets its
+//! completions batched.
 
 use std::collections::HashMap;
 use std::io::{self, BufWriter, Read, Write};
@@ -127,7 +133,9 @@ impl Connection {
         Ok(Connection {
             rx: Rx {
                 sock: stream.try_clone()?,
-                buf: vec![0u8; RX_BUF].into_boxed_slice(),
+                // Room for the largest PDU the limits let through, and more.
+                buf: vec![0u8; RX_BUF.max(2 * lim.max_h2c.max(lim.in_capsule) as usize)]
+                    .into_boxed_slice(),
                 start: 0,
                 end: 0,
             },
