@@ -1,7 +1,8 @@
 //! The target over real loopback TCP, driven by the crate's NVMe/TCP
 //! client: discovery, admin pages, I/O that reads back what was written,
 //! FDP placement and statistics (and their WAF against an offline replay of
-//! the target's own trace), a backing file across a restart, and malformed
+//! the target's own trace), a backing file across a restart, a host that
+//! disconnects mid-transfer, and malformed
 //! PDUs on one connection while another keeps doing I/O.
 
 use std::io::{Read, Write};
@@ -524,4 +525,52 @@ fn header_and_data_digests_when_the_host_asks() {
     let mut back = Vec::new();
     let _ = s.read_to_end(&mut back);
     assert_eq!(term_fes(&back), Some(pdu::fes::HEADER_DIGEST));
+}
+
+#[test]
+fn a_host_gone_mid_transfer_leaves_the_model_and_other_queues_alone() {
+    let t = start(small(4));
+    let a = Client::admin(t.addr(), DEFAULT_NQN).unwrap();
+    let mut other = a.io_queue(DEFAULT_NQN, 1).unwrap();
+    assert_eq!(
+        other.write(0, &pattern(5, 8192), Some(1)).unwrap().status,
+        0
+    );
+    let before = t.stats();
+    {
+        // A 64 KiB write to RUH 2: the target asks for the data (R2T), the
+        // host sends half of it and disconnects.
+        let mut q = a.io_queue(DEFAULT_NQN, 2).unwrap();
+        let cid = q
+            .submit(Client::write_cmd(64, 16, Some(2)), &pattern(6, 65536), 0)
+            .unwrap();
+        let s = q.socket();
+        let mut r2t = [0u8; 24];
+        s.read_exact(&mut r2t).unwrap();
+        assert_eq!(r2t[0], ty::R2T);
+        let mut half = DataHeader {
+            hdr: pdu::header(ty::H2C_DATA, 0, HLEN_DATA, HLEN_DATA, HLEN_DATA + 32768),
+            cid: U16::new(cid),
+            ttag: U16::from_bytes([r2t[10], r2t[11]]),
+            offset: U32::new(0),
+            length: U32::new(32768),
+            rsvd: [0; 4],
+        }
+        .as_bytes()
+        .to_vec();
+        half.extend_from_slice(&pattern(6, 32768));
+        s.write_all(&half).unwrap();
+        s.shutdown(std::net::Shutdown::Both).unwrap();
+    }
+    // The other queue keeps working, and the unfinished write was never
+    // counted or placed.
+    for i in 0..50u64 {
+        let d = pattern(100 + i, 4096);
+        assert_eq!(other.write(200 + i, &d, Some(3)).unwrap().status, 0);
+        assert_eq!(other.read(200 + i, 1).unwrap().data, d);
+    }
+    let after = t.stats();
+    assert_eq!(after.writes, before.writes + 50);
+    assert_eq!(after.ruh_host_bytes[2], 0);
+    assert_eq!(after.ruh_host_bytes[3], 50 * 4096);
 }
