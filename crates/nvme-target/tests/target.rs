@@ -2,8 +2,8 @@
 //! client: discovery, admin pages, I/O that reads back what was written,
 //! FDP placement and statistics (and their WAF against an offline replay of
 //! the target's own trace), a backing file across a restart, a host that
-//! disconnects mid-transfer, and malformed
-//! PDUs on one connection while another keeps doing I/O.
+//! disconnects mid-transfer, and malformed PDUs on one connection while
+//! another keeps doing I/O.
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
