@@ -123,6 +123,15 @@ backed backed-reconnect-after-restart
 BNS=$(ns_of $BNQN)
 check backed-checksum-after-restart sh -c "test \"\$(dd if=$BNS bs=1M skip=16 count=8 iflag=direct 2>/dev/null | md5sum)\" = \"$SUM\""
 nvme disconnect -n $BNQN >/dev/null 2>&1
+# Header and data digests (CRC32C) when Linux's host asks for them: a
+# write and a read back over a connection with both digests on.
+check digest-connect nvme connect -t tcp -a 127.0.0.1 -s 4423 -n $BNQN --hdr-digest --data-digest
+sleep 2
+BNS=$(ns_of $BNQN)
+check digest-dd-write dd if=/tmp/data of="$BNS" bs=1M seek=32 oflag=direct
+check digest-checksum sh -c "test \"\$(dd if=$BNS bs=1M skip=32 count=8 iflag=direct 2>/dev/null | md5sum)\" = \"$SUM\""
+check digest-negotiated grep -q 'header_digest=true data_digest=true' /tmp/backed.log
+nvme disconnect -n $BNQN >/dev/null 2>&1
 kill -TERM $BPID; wait $BPID
 
 # Two temperatures on a small device: hot and cold on one RUH, then on two.

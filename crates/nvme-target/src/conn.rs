@@ -271,6 +271,11 @@ impl State {
         }
         self.hdgst = req.digest & 1 != 0;
         self.ddgst = req.digest & 2 != 0;
+        tracing::info!(
+            header_digest = self.hdgst,
+            data_digest = self.ddgst,
+            "transport initialized"
+        );
         let resp = IcResp {
             hdr: pdu::header(ty::IC_RESP, 0, pdu::HLEN_IC, 0, pdu::HLEN_IC),
             pfv: U16::new(0),
