@@ -66,7 +66,8 @@ pub struct RawWrite {
     pub hint: u32,
     /// `WriteEvent.call`.
     pub call: u32,
-    /// Writes merged into this record (its batch age is checked every 64).
+    /// Writes merged into this record (`WriteEvent.calls` - 1; its batch age
+    /// is checked every 64).
     conts: u32,
 }
 
@@ -101,6 +102,16 @@ impl RawWrite {
             && self.signature == w.signature
             && (self.stream, self.hint, self.call) == (w.stream, w.hint, w.call)
             && self.len + w.len <= MAX_RUN
+    }
+
+    /// `WriteEvent.calls`: the calls this record stands for when more than
+    /// one (0, not encoded: one call).
+    fn calls(&self) -> u64 {
+        if self.conts == 0 {
+            0
+        } else {
+            u64::from(self.conts) + 1
+        }
     }
 
     fn fields(&self) -> [u64; 6] {
@@ -373,13 +384,13 @@ fn drain(h: &mut Held) {
     let mut enc = WriteEncoder::new(tid);
     for r in &raws[..nraw] {
         let w = r.fields();
-        if let Some(n) = enc.entry(&mut buf[head.len..], r.time, r.file, &w) {
+        if let Some(n) = enc.entry(&mut buf[head.len..], r.time, r.file, &w, r.calls()) {
             head.len += n;
             head.count += 1;
             continue;
         }
         emit(head, buf);
-        match enc.entry(&mut buf[..], r.time, r.file, &w) {
+        match enc.entry(&mut buf[..], r.time, r.file, &w, r.calls()) {
             Some(n) => {
                 head.len = n;
                 head.count = 1;
@@ -680,12 +691,13 @@ mod tests {
                 unreachable!()
             };
             assert_eq!(
-                (w0.file, w0.stream, w0.hint, w0.call),
+                (w0.file, w0.stream, w0.hint, w0.call, w0.calls),
                 (
                     Some(wire::FileId { dev: 1, ino: 2 }),
                     1,
                     2,
-                    WriteCall::Pwrite as i32
+                    WriteCall::Pwrite as i32,
+                    2
                 )
             );
             assert!(ev.iter().all(|e| e.tid == t.tid()));
