@@ -24,8 +24,7 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 /// Batch slots (threads with pending events at once).
 pub const SLOTS: usize = 256;
-/// Bytes of encoded events per batch.
-pub const BATCH: usize = 16 * 1024;
+pub use crate::events::BATCH;
 /// Raw write records a slot holds before encoding them.
 pub const RAWS: usize = 128;
 /// Longest coalesced write run (the daemon's live-data chunk size).
@@ -402,8 +401,8 @@ fn drain(h: &mut Held) {
 
 /// Sends/records the encoded part of the batch and empties it.
 fn emit(head: &mut Head, buf: &[u8; BATCH]) {
-    if head.len > 0 {
-        record::emit_batch(&buf[..head.len], head.count);
+    if head.len > 0 && !record::emit_batch(&buf[..head.len], head.count) {
+        count_dropped(head.count as u64);
     }
     head.len = 0;
     head.count = 0;

@@ -9,10 +9,11 @@
 //! hot path's events, have their own branch-free encoder
 //! ([`encode_write_entry`]).
 
-use crate::batch::BATCH;
-
 /// Longest path (bytes) carried in an event.
 pub const MAX_PATH: usize = 1024;
+
+/// Bytes of encoded events per batch (`batch.rs`).
+pub const BATCH: usize = 16 * 1024;
 
 // ---------------------------------------------------------------------------
 // Encoder

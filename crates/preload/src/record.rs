@@ -343,9 +343,11 @@ pub fn open_trace(dir: &Path, h: &HeaderInfo<'_>) -> Result<std::path::PathBuf, 
 }
 
 /// Sends/records one batch of already-encoded `Event` fields (`events` holds
-/// `count` length-prefixed field-3 entries of an `EventBatch`). A batch that
-/// reaches neither sink it was meant for counts its events as dropped.
-pub fn emit_batch(events: &[u8], count: u32) {
+/// `count` length-prefixed field-3 entries of an `EventBatch`). Returns
+/// whether it reached every sink it was meant for (if not, the caller
+/// counts its events as dropped).
+#[must_use]
+pub fn emit_batch(events: &[u8], count: u32) -> bool {
     // EventBatch header fields: pid (1), seq (2).
     let seq = SEQ.fetch_add(1, Ordering::Relaxed);
     let mut head = [0u8; 48];
@@ -395,7 +397,5 @@ pub fn emit_batch(events: &[u8], count: u32) {
             note_lost(count as u64);
         }
     }
-    if lost {
-        crate::batch::count_dropped(count as u64);
-    }
+    !lost
 }

@@ -4,7 +4,7 @@
 //! recompute a signature from its frames).
 //!
 //! Every interposed entry point is reached through a naked trampoline
-//! (`interpose.rs`) that pushes the caller's `rbp` and hands the shim a
+//! (`hooks::shape`) that pushes the caller's `rbp` and hands the shim a
 //! pointer to a synthetic frame record `{caller rbp, return address}`. From
 //! there:
 //! * **frame-pointer walk**: follow `rbp` links while each link points higher

@@ -144,7 +144,7 @@ pub fn offset() -> isize {
 /// This thread's state block.
 #[inline(always)]
 fn current() -> *const Thread {
-    let off = crate::state::tls_off();
+    let off = crate::hot::tls_off();
     let p = if off != 0 {
         thread_pointer().wrapping_add(off as isize as usize)
     } else {
