@@ -11,7 +11,8 @@
 //! Start reading at [`hooks`] (every entry point, in one table), then
 //! [`track`] (what each call means). The hard problems each have a module:
 //! [`real`] (the libc functions behind ours), [`signature`] (frame-pointer
-//! walk, CFI walk and stack scan), [`cfi`] (`.eh_frame` unwind rules),
+//! walk, CFI walk and stack scan), [`stack`] (readable stack bounds),
+//! [`cfi`] (`.eh_frame` unwind rules),
 //! [`callsite`] (scan validation), [`ehhdr`] (`.eh_frame_hdr` tables and
 //! the memo they share), [`modules`] (loaded objects and build-ids),
 //! [`clock`] (cheap event timestamps), [`hint`] (mapping and per-inode hint
@@ -44,6 +45,7 @@ pub(crate) mod real;
 pub(crate) mod record;
 pub(crate) mod seen;
 pub(crate) mod signature;
+pub(crate) mod stack;
 pub(crate) mod state;
 pub(crate) mod sys;
 pub(crate) mod tls;
