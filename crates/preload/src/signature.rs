@@ -213,8 +213,19 @@ pub unsafe fn capture_into(
             n: k,
             hash: 0,
         };
-        remember_path(t, table, &raw, out.signature.0, out.stream);
-        t.path_n.set(k as u32 | CFI_PATH);
+        // The rule at each return address but the last (what a repeat
+        // unwinds with); a path with any frame whose rule cannot be packed
+        // is not remembered.
+        let mut ok = true;
+        for (i, &ra) in addrs[..k - 1].iter().enumerate() {
+            let r = crate::cfi::rule(table, ra).map_or(0, crate::cfi::Rule::pack);
+            ok &= r != 0;
+            t.path_rules[i].set(r);
+        }
+        if ok {
+            remember_path(t, table, &raw, out.signature.0, out.stream);
+            t.path_n.set(k as u32 | CFI_PATH);
+        }
     }
 }
 
@@ -223,8 +234,9 @@ pub unsafe fn capture_into(
 /// flag makes [`path_hit`] miss, as `n` then exceeds any `k`).
 const CFI_PATH: u32 = 0x80;
 
-/// [`path_hit`] for a path found by the CFI walk: unwinds with the memoised
-/// rules, comparing each return address with the thread's last path.
+/// [`path_hit`] for a path found by the CFI walk: unwinds with the rules
+/// remembered with the path (`Thread::path_rules`: no lookup), comparing
+/// each return address with the thread's last path.
 ///
 /// # Safety
 /// As [`capture`].
@@ -248,13 +260,15 @@ unsafe fn cfi_path_hit(
         return None;
     }
     // SAFETY: lo <= rec and rec+16 <= hi: inside the stack.
-    let (mut rbp, mut pc) = unsafe { (word(rec), word(rec + 8)) };
+    let (mut rbp, pc) = unsafe { (word(rec), word(rec + 8)) };
     if pc != t.path[0].get() {
         return None;
     }
     let mut rsp = rec + 16;
     for i in 1..k {
-        let r = crate::cfi::rule(table, pc)?;
+        // The rule at this frame's return address (= path[i - 1], checked),
+        // remembered with the path.
+        let r = crate::cfi::Rule::unpack(t.path_rules[i - 1].get())?;
         let cfa = if r.cfa_rbp { rbp } else { rsp }.wrapping_add(r.cfa_off as usize);
         if cfa & 7 != 0 || cfa < rsp + 8 || cfa > hi {
             return None;
@@ -273,7 +287,6 @@ unsafe fn cfi_path_hit(
             return None;
         }
         rsp = cfa;
-        pc = ra;
     }
     Some((Signature(t.path_sig.get()), t.path_stream.get()))
 }
