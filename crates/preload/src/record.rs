@@ -274,7 +274,11 @@ pub fn open_trace(dir: &Path, h: &HeaderInfo<'_>) -> Result<std::path::PathBuf, 
     RECORD_LOST.store(0, Ordering::Relaxed);
     let _ = std::fs::create_dir_all(dir);
     let path = dir.join(format!("{}-{}.pcstrace", pid(), h.start_mono_ns));
-    let c = CString::new(path.as_os_str().as_bytes()).map_err(|e| e.to_string())?;
+    // The file is created and given its header under a name readers skip,
+    // then renamed: a process killed in between (SIGKILL right after exec)
+    // leaves no headerless trace behind, only a `.part` file.
+    let part = dir.join(format!("{}-{}.pcstrace.part", pid(), h.start_mono_ns));
+    let c = CString::new(part.as_os_str().as_bytes()).map_err(|e| e.to_string())?;
     let cb = c.as_bytes_with_nul();
     if cb.len() > PATH_CAP {
         return Err(format!("{}: path too long", path.display()));
@@ -331,14 +335,14 @@ pub fn open_trace(dir: &Path, h: &HeaderInfo<'_>) -> Result<std::path::PathBuf, 
         iov_base: bytes.as_ptr() as *mut c_void,
         iov_len: bytes.len(),
     }];
-    if !append_whole(&buf, &iov) {
-        let _ = std::fs::remove_file(&path);
+    if !append_whole(&buf, &iov) || std::fs::rename(&part, &path).is_err() {
+        let _ = std::fs::remove_file(&part);
         return Err(format!("{}: cannot write the header", path.display()));
     }
-    let mut lost = cb[..cb.len() - 1].to_vec();
+    let mut lost = path.as_os_str().as_bytes().to_vec();
     lost.extend_from_slice(b".lost");
     LOST_PATH.set(&lost);
-    TRACE_PATH.set(&cb[..cb.len() - 1]);
+    TRACE_PATH.set(path.as_os_str().as_bytes());
     Ok(path)
 }
 
