@@ -175,8 +175,14 @@ fn append_whole(path: &[u8; PATH_CAP], iov: &[iovec]) -> bool {
 }
 
 /// Counts `n` events that did not reach the trace file in its marker.
+///
+/// Threads that fail at once must not undo each other's count (one reading
+/// the size, another growing the file, the first cutting it back to its
+/// smaller total: a whole batch went uncounted in `shim_record_losses`), so
+/// the update holds an exclusive `flock` on the marker and reads the
+/// process's total inside it: the size only grows.
 fn note_lost(n: u64) {
-    let total = RECORD_LOST.fetch_add(n, Ordering::Relaxed) + n;
+    RECORD_LOST.fetch_add(n, Ordering::Relaxed);
     let Some(path) = LOST_PATH.get() else {
         return;
     };
@@ -187,8 +193,11 @@ fn note_lost(n: u64) {
     ) else {
         return;
     };
-    // SAFETY: plain fstat/ftruncate on the descriptor just opened.
+    // SAFETY: plain flock/fstat/ftruncate on the descriptor just opened
+    // (closing it releases the lock).
     unsafe {
+        libc::syscall(libc::SYS_flock, fd, libc::LOCK_EX);
+        let total = RECORD_LOST.load(Ordering::Relaxed);
         let mut st: libc::stat = std::mem::zeroed();
         if libc::syscall(libc::SYS_fstat, fd, &mut st) == 0 && (st.st_size as u64) < total {
             libc::syscall(libc::SYS_ftruncate, fd, total as libc::off_t);
