@@ -12,6 +12,30 @@ mod shim_common;
 use pcstream_placement::wire::{event::Kind, InvalidateKind, ProcessEventKind};
 use shim_common::*;
 
+/// A write still pending in its batch when the process execs through
+/// `execl`, `execlp` or `execle` (glibc's own call its internal `__execve`,
+/// which the shim cannot see) is in the trace: the shim's versions go
+/// through its `execv*` hooks, which flush first. A failing exec returns
+/// -1/ENOENT as natively.
+#[test]
+fn writes_before_execl_are_kept() {
+    let bin = program("shim_execl", FP);
+    for mode in ["execl", "execlp", "execle"] {
+        let work = tempfile::tempdir().unwrap();
+        let rec = tempfile::tempdir().unwrap();
+        let file = work.path().join("data");
+        Run::record(rec.path()).stdout(&bin, &[file.to_str().unwrap(), mode]);
+        let t = traces(rec.path());
+        assert_eq!(t.len(), 2, "{mode}: the program and /bin/true");
+        let bytes: u64 = t
+            .iter()
+            .flat_map(|t| writes_to(t, &file))
+            .map(|w| w.len)
+            .sum();
+        assert_eq!(bytes, 4096, "{mode}: the write before the exec is recorded");
+    }
+}
+
 /// 50 sequential `write()`s are one event that says "50 calls", and
 /// `pcstreamctl trace-stats` reports `write×50` (it said `write×1`).
 #[test]

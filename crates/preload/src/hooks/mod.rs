@@ -19,7 +19,10 @@
 //! [`descriptors`] (fcntl, close, dup, lseek, sync) and [`process`] (exec,
 //! dlopen, `_exit`). The variadic stdio entry points (`fprintf`, `printf`
 //! and their `_chk` forms) jump to tiny C wrappers in `stdio.c` that call
-//! the `vfprintf` body with their own frame address as the record.
+//! the `vfprintf` body with their own frame address as the record; the
+//! variadic `execl`, `execlp` and `execle` jump to wrappers in `exec.c`
+//! that call `execv`, `execvp` and `execve` (glibc's own call its internal
+//! `__execve`, which would skip the flush).
 //!
 //! The trampolines, the write family's adapters and the write path after
 //! the syscall are in `.text.hot.*` sections, kept together by the link
@@ -132,6 +135,11 @@ jumps! {
     printf => pcstream_c_printf;
     __fprintf_chk => pcstream_c__fprintf_chk;
     __printf_chk => pcstream_c__printf_chk;
+    // glibc's execl* call its internal __execve (not interposable): these
+    // build argv and call execv/execvp/execve, the hooks above (`exec.c`).
+    execl => pcstream_c_execl;
+    execlp => pcstream_c_execlp;
+    execle => pcstream_c_execle;
 }
 
 /// Resolves every real function and keeps the write family's in the hot

@@ -157,8 +157,8 @@ macro_rules! hooks {
     (@real_ty ; $default:ty) => { $default };
 }
 
-/// Variadic entry points that jump to C wrappers (`stdio.c`), which call
-/// the stdio bodies with their own frame address as the record.
+/// Variadic entry points that jump to C wrappers (`stdio.c`, `exec.c`),
+/// which call the bodies (or the hooked `execv*`) themselves.
 macro_rules! jumps {
     ($($sym:ident => $c:ident;)*) => {
         extern "C" {
