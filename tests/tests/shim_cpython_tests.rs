@@ -51,7 +51,11 @@ with open(out, "w") as f:
 fn run(work: &Path, env: &[(&str, String)]) -> BTreeMap<String, String> {
     let out = work.join("outcomes.txt");
     let mut c = Command::new("python3");
-    c.arg("-c").arg(DRIVER).arg(&out).args(SUITES).current_dir(work);
+    c.arg("-c")
+        .arg(DRIVER)
+        .arg(&out)
+        .args(SUITES)
+        .current_dir(work);
     for (k, _) in std::env::vars() {
         if k.starts_with("PCSTREAM_") || k == "LD_PRELOAD" {
             c.env_remove(k);
