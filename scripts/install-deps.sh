@@ -9,6 +9,7 @@
 #   losetup         mount          loop devices for `record --device-trace`
 #   systemd-analyze systemd        checks packaging/pcstreamd.service (verify, security)
 #   qemu-system-x86_64, debootstrap, cpio, zstd   tests/qemu (the NVMe target under a Linux guest)
+#   CPython's tests libpython3.11-testsuite  app_cpython_tests (a real application's own test suite under the shim)
 set -euo pipefail
 need=()
 check() { command -v "$1" >/dev/null || need+=("$2"); }
@@ -25,6 +26,7 @@ check qemu-system-x86_64 qemu-system-x86
 check debootstrap debootstrap
 check cpio cpio
 check zstd zstd
+[ -e /usr/lib/python3.11/test/test_subprocess.py ] || need+=(libpython3.11-testsuite)
 command -v cargo >/dev/null || { echo "install-deps: cargo not found: install Rust (rustup) first" >&2; exit 1; }
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then

@@ -9,9 +9,11 @@ fn main() {
     println!("cargo:rustc-cdylib-link-arg=-Wl,-z,keep-text-section-prefix");
     println!("cargo:rerun-if-changed=src/stdio.c");
     println!("cargo:rerun-if-changed=src/thread.c");
+    println!("cargo:rerun-if-changed=src/exec.c");
     cc::Build::new()
         .file("src/stdio.c")
         .file("src/thread.c")
+        .file("src/exec.c")
         .flag("-fno-omit-frame-pointer")
         .flag("-fno-optimize-sibling-calls")
         .flag("-fno-builtin")

@@ -3,12 +3,61 @@
 //! `WriteEvent` per run, not per call) that still account for every byte,
 //! and deleting the file reports its last link going; files on reused inode
 //! numbers are named again; processes ending in `_exit`/`_Exit` keep their
-//! events, and a `vfork` child's `_exit` leaves its parent's alone.
+//! events, and a `vfork` child's `_exit` leaves its parent's alone. A
+//! coalesced event says how many calls it stands for, and `trace-stats`
+//! counts calls, not events.
 
 mod shim_common;
 
 use pcstream_placement::wire::{event::Kind, InvalidateKind, ProcessEventKind};
 use shim_common::*;
+
+/// A write still pending in its batch when the process execs through
+/// `execl`, `execlp` or `execle` (glibc's own call its internal `__execve`,
+/// which the shim cannot see) is in the trace: the shim's versions go
+/// through its `execv*` hooks, which flush first. A failing exec returns
+/// -1/ENOENT as natively.
+#[test]
+fn writes_before_execl_are_kept() {
+    let bin = program("shim_execl", FP);
+    for mode in ["execl", "execlp", "execle"] {
+        let work = tempfile::tempdir().unwrap();
+        let rec = tempfile::tempdir().unwrap();
+        let file = work.path().join("data");
+        Run::record(rec.path()).stdout(&bin, &[file.to_str().unwrap(), mode]);
+        let t = traces(rec.path());
+        assert_eq!(t.len(), 2, "{mode}: the program and /bin/true");
+        let bytes: u64 = t
+            .iter()
+            .flat_map(|t| writes_to(t, &file))
+            .map(|w| w.len)
+            .sum();
+        assert_eq!(bytes, 4096, "{mode}: the write before the exec is recorded");
+    }
+}
+
+/// 50 sequential `write()`s are one event that says "50 calls", and
+/// `pcstreamctl trace-stats` reports `write×50` (it said `write×1`).
+#[test]
+fn coalesced_events_count_their_calls() {
+    let bin = program("shim_seq_writes", FP);
+    let work = tempfile::tempdir().unwrap();
+    let rec = tempfile::tempdir().unwrap();
+    let file = work.path().join("data");
+    Run::record(rec.path()).stdout(&bin, &[file.to_str().unwrap(), "50"]);
+    let t = only_trace(rec.path());
+    let w = writes_to(&t, &file);
+    assert_eq!(w.len(), 1, "one run: {w:?}");
+    assert_eq!((w[0].len, w[0].calls), (50 * 4096, 50));
+    let out = std::process::Command::new(pcstream_tests::pcstreamctl())
+        .arg("trace-stats")
+        .arg(&t.path)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("write×50"), "{text}");
+}
 
 #[test]
 fn sequential_writes_coalesce_into_runs() {

@@ -172,7 +172,8 @@ impl Stats {
                 let s = self.sigs.entry(w.signature).or_default();
                 s.bytes += w.len;
                 s.writes += 1;
-                *s.calls.entry(call_name(w.call)).or_default() += 1;
+                // One event may stand for several coalesced calls (0: 1).
+                *s.calls.entry(call_name(w.call)).or_default() += u64::from(w.calls.max(1));
                 *s.streams.entry(w.stream).or_default() += w.len;
                 *s.inode_hints.entry(u64::from(w.hint)).or_default() += w.len;
                 s.files.insert(l);

@@ -148,6 +148,7 @@ fn bench_on(c: &mut Criterion, t: &Thread) {
                 black_box(1 << 44),
                 black_box(file),
                 black_box(&w),
+                black_box(0),
             )
         })
     });

@@ -24,8 +24,7 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 /// Batch slots (threads with pending events at once).
 pub const SLOTS: usize = 256;
-/// Bytes of encoded events per batch.
-pub const BATCH: usize = 16 * 1024;
+pub use crate::events::BATCH;
 /// Raw write records a slot holds before encoding them.
 pub const RAWS: usize = 128;
 /// Longest coalesced write run (the daemon's live-data chunk size).
@@ -66,7 +65,8 @@ pub struct RawWrite {
     pub hint: u32,
     /// `WriteEvent.call`.
     pub call: u32,
-    /// Writes merged into this record (its batch age is checked every 64).
+    /// Writes merged into this record (`WriteEvent.calls` - 1; its batch age
+    /// is checked every 64).
     conts: u32,
 }
 
@@ -101,6 +101,16 @@ impl RawWrite {
             && self.signature == w.signature
             && (self.stream, self.hint, self.call) == (w.stream, w.hint, w.call)
             && self.len + w.len <= MAX_RUN
+    }
+
+    /// `WriteEvent.calls`: the calls this record stands for when more than
+    /// one (0, not encoded: one call).
+    fn calls(&self) -> u64 {
+        if self.conts == 0 {
+            0
+        } else {
+            u64::from(self.conts) + 1
+        }
     }
 
     fn fields(&self) -> [u64; 6] {
@@ -165,6 +175,10 @@ const EMPTY_HEAD: Head = Head {
 struct Slot {
     state: AtomicU32,
     tid: AtomicU32,
+    /// When the pending batch started (`CLOCK_MONOTONIC` ns; 0: nothing
+    /// pending), so a sweep takes only slots it will flush, not every idle
+    /// slot to look at its age.
+    since: AtomicU64,
     // The fields below belong to whoever moved `state` to BUSY or SWEEP.
     head: UnsafeCell<Head>,
     raws: UnsafeCell<Raws>,
@@ -179,6 +193,7 @@ unsafe impl Sync for Slot {}
 const EMPTY: Slot = Slot {
     state: AtomicU32::new(FREE),
     tid: AtomicU32::new(0),
+    since: AtomicU64::new(0),
     head: UnsafeCell::new(EMPTY_HEAD),
     raws: UnsafeCell::new(Raws([NO_RAW; RAWS])),
     buf: UnsafeCell::new([0; BATCH]),
@@ -283,36 +298,65 @@ fn acquire(t: &Thread) -> Option<Held> {
     acquire_contended(slot)
 }
 
-/// Spins (then yields) before giving up on a slot another thread holds.
-const SWEEP_WAIT: u32 = 1 << 14;
+/// How long a thread waits for its own slot while another thread sweeps it
+/// before the event is dropped (and counted).
+const SWEEP_WAIT_NS: u64 = 2_000_000_000;
 
 /// [`acquire`] when the thread's own slot is not idle: another thread is
-/// sweeping it (checking its age or flushing it, a bounded piece of work),
-/// so wait for it rather than drop the event. Bounded (a sweeper that was
-/// stopped mid-flush, e.g. by `SIGSTOP`, costs at most [`SWEEP_WAIT`]
-/// `sched_yield`s, then the event is dropped and counted). Not a lock: no
-/// thread ever waits for one that waits for it (the sweeper only takes idle
-/// slots and never waits), and async-signal-safe (atomics and a syscall).
+/// sweeping it (flushing it: a bounded piece of work, an `open`, a `writev`
+/// and a `close`), so wait for it rather than drop the event.
+///
+/// The wait is bounded by *time*, not by a number of tries: on a loaded
+/// machine (or a shared VM whose vCPU is descheduled) a sweeper can be off
+/// the CPU for tens of milliseconds in the middle of its flush, while the
+/// waiting thread, alone on its CPU, gets each `sched_yield` back at once;
+/// the former bound of 16,384 yields (a few ms) ran out there and the event
+/// was dropped (issue #11: 1 dropped event in 100 contended runs). So:
+/// spin briefly, then yield, then sleep 50 µs at a time (an idle CPU lets the
+/// scheduler move the preempted sweeper to it), up to [`SWEEP_WAIT_NS`] (a
+/// sweeper that never finishes, e.g. stopped by a debugger: the event is
+/// dropped and counted). Not a lock: no thread ever waits for one that waits
+/// for it (the sweeper only takes idle slots and never waits), and
+/// async-signal-safe (atomics, `clock_gettime`, `sched_yield`, `nanosleep`).
 #[cold]
 #[inline(never)]
 fn acquire_contended(slot: &'static Slot) -> Option<Held> {
-    for i in 0..SWEEP_WAIT {
+    let mut deadline = 0u64;
+    let mut i = 0u32;
+    loop {
         match slot
             .state
             .compare_exchange(IDLE, BUSY, Ordering::Acquire, Ordering::Relaxed)
         {
             Ok(_) => return Some(Held { slot }),
-            Err(SWEEP) if i < 64 => std::hint::spin_loop(),
-            // SAFETY: sched_yield has no preconditions.
-            Err(SWEEP) => unsafe {
-                libc::sched_yield();
-            },
+            Err(SWEEP) => {}
             // BUSY: this thread holds it itself (a signal handler under a
             // held slot cannot get here: the guard stops it first).
             Err(_) => return None,
         }
+        i = i.saturating_add(1);
+        if i < 64 {
+            std::hint::spin_loop();
+            continue;
+        }
+        let now = crate::clock::precise_ns();
+        if deadline == 0 {
+            deadline = now + SWEEP_WAIT_NS;
+        } else if now > deadline {
+            return None;
+        }
+        if i < 256 {
+            // SAFETY: sched_yield has no preconditions.
+            unsafe { libc::sched_yield() };
+        } else {
+            let ts = libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 50_000,
+            };
+            // SAFETY: a plain relative sleep; EINTR only shortens it.
+            unsafe { libc::nanosleep(&ts, std::ptr::null_mut()) };
+        }
     }
-    None
 }
 
 /// Tries to take any slot (idle) for a flush by another thread.
@@ -339,13 +383,13 @@ fn drain(h: &mut Held) {
     let mut enc = WriteEncoder::new(tid);
     for r in &raws[..nraw] {
         let w = r.fields();
-        if let Some(n) = enc.entry(&mut buf[head.len..], r.time, r.file, &w) {
+        if let Some(n) = enc.entry(&mut buf[head.len..], r.time, r.file, &w, r.calls()) {
             head.len += n;
             head.count += 1;
             continue;
         }
         emit(head, buf);
-        match enc.entry(&mut buf[..], r.time, r.file, &w) {
+        match enc.entry(&mut buf[..], r.time, r.file, &w, r.calls()) {
             Some(n) => {
                 head.len = n;
                 head.count = 1;
@@ -357,8 +401,8 @@ fn drain(h: &mut Held) {
 
 /// Sends/records the encoded part of the batch and empties it.
 fn emit(head: &mut Head, buf: &[u8; BATCH]) {
-    if head.len > 0 {
-        record::emit_batch(&buf[..head.len], head.count);
+    if head.len > 0 && !record::emit_batch(&buf[..head.len], head.count) {
+        count_dropped(head.count as u64);
     }
     head.len = 0;
     head.count = 0;
@@ -369,22 +413,24 @@ fn flush(h: &mut Held) {
     drain(h);
     let (head, _, buf) = h.parts();
     emit(head, buf);
+    h.slot.since.store(0, Ordering::Relaxed);
 }
 
 /// The batch is empty: starts it (reads the clock precisely); its time.
 #[inline]
-fn start(head: &mut Head, flush_ns: u64) -> u64 {
+fn start(since: &AtomicU64, head: &mut Head, flush_ns: u64) -> u64 {
     head.anchor = Anchor::read();
     head.span = head.anchor.span(flush_ns);
+    since.store(head.anchor.ns.max(1), Ordering::Relaxed);
     head.anchor.ns
 }
 
 /// The time of a new event, and whether the batch is old (its time read
 /// precisely then). Starts the batch when empty.
 #[inline(always)]
-fn event_time(head: &mut Head, flush_ns: u64) -> (u64, bool) {
+fn event_time(since: &AtomicU64, head: &mut Head, flush_ns: u64) -> (u64, bool) {
     if head.len == 0 && head.nraw == 0 {
-        return (start(head, flush_ns), false);
+        return (start(since, head, flush_ns), false);
     }
     head.anchor.now(head.span)
 }
@@ -447,8 +493,9 @@ fn push_new_write(mut h: Held, w: RawWrite, flush_ns: u64, force: bool) {
     if h.parts().0.nraw as usize == RAWS {
         drain(&mut h);
     }
+    let slot = h.slot;
     let (head, raws, _) = h.parts();
-    let (now, old) = event_time(head, flush_ns);
+    let (now, old) = event_time(&slot.since, head, flush_ns);
     let slot = &mut raws[head.nraw as usize];
     *slot = w;
     slot.time = now;
@@ -470,8 +517,9 @@ fn push_encoded(
         return;
     };
     drain(&mut h); // keep the thread's events in order
+    let slot = h.slot;
     let (head, _, buf) = h.parts();
-    let (now, old) = event_time(head, flush_ns);
+    let (now, old) = event_time(&slot.since, head, flush_ns);
     if let Some(n) = enc(&mut buf[head.len..], now) {
         head.len += n;
         head.count += 1;
@@ -552,6 +600,15 @@ pub fn flush_mine(t: &Thread) {
 /// slots when `None`), e.g. at exit or for threads that went quiet.
 pub fn sweep(older_than: Option<u64>) {
     for s in POOL.iter() {
+        // An age sweep skips, without taking them, slots with nothing old
+        // pending (`since` may be stale: the owner or a later sweep flushes
+        // them); the final sweep (`None`) looks at every idle slot.
+        if let Some(t) = older_than {
+            let since = s.since.load(Ordering::Relaxed);
+            if since == 0 || since > t {
+                continue;
+            }
+        }
         let Some(mut h) = acquire_idle(s) else {
             continue;
         };
@@ -569,6 +626,7 @@ pub fn after_fork_child(t: &Thread) {
         // SAFETY: the child is single-threaded right after fork; nobody else
         // can own a slot's cells.
         unsafe { *s.head.get() = EMPTY_HEAD };
+        s.since.store(0, Ordering::Relaxed);
         s.state.store(FREE, Ordering::Relaxed);
         s.tid.store(0, Ordering::Relaxed);
     }
@@ -632,12 +690,13 @@ mod tests {
                 unreachable!()
             };
             assert_eq!(
-                (w0.file, w0.stream, w0.hint, w0.call),
+                (w0.file, w0.stream, w0.hint, w0.call, w0.calls),
                 (
                     Some(wire::FileId { dev: 1, ino: 2 }),
                     1,
                     2,
-                    WriteCall::Pwrite as i32
+                    WriteCall::Pwrite as i32,
+                    2
                 )
             );
             assert!(ev.iter().all(|e| e.tid == t.tid()));

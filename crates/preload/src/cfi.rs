@@ -39,7 +39,8 @@ pub struct Rule {
 }
 
 impl Rule {
-    fn pack(self) -> u32 {
+    /// The rule in 32 bits (bit 31 set: valid).
+    pub fn pack(self) -> u32 {
         // bit 31: valid; bit 30: cfa_rbp; bits 16..30: cfa_off / 8 (14 bits);
         // bit 15: rbp saved; bits 0..15: -rbp_at / 8.
         let mut v = 1 << 31 | (self.cfa_off / 8) << 16;
@@ -52,7 +53,9 @@ impl Rule {
         v
     }
 
-    fn unpack(v: u32) -> Option<Rule> {
+    /// The rule [`Rule::pack`] packed (`None`: no rule).
+    #[inline(always)]
+    pub fn unpack(v: u32) -> Option<Rule> {
         if v & 1 << 31 == 0 {
             return None;
         }

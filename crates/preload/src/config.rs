@@ -4,6 +4,7 @@
 //! (one line naming the variable) and the default is used. The variables and
 //! their defaults are the contract documented in `docs/shim.md`.
 
+use pcstream_placement::env;
 use std::ffi::OsString;
 use std::path::PathBuf;
 
@@ -123,62 +124,62 @@ impl Config {
                 expected,
             })
         };
-        if let Some(v) = text("PCSTREAM_DISABLE") {
+        if let Some(v) = text(env::DISABLE) {
             match flag(&v) {
                 Some(b) => c.disabled = b,
-                None => complain("PCSTREAM_DISABLE", v, "0 or 1"),
+                None => complain(env::DISABLE, v, "0 or 1"),
             }
         }
-        if let Some(v) = get("PCSTREAM_RECORD_DIR").filter(|v| !v.is_empty()) {
+        if let Some(v) = get(env::RECORD_DIR).filter(|v| !v.is_empty()) {
             c.record_dir = Some(PathBuf::from(v));
         }
         if let Some(v) = get("PCSTREAM_RUNTIME_DIR").filter(|v| !v.is_empty()) {
             c.runtime_dir = PathBuf::from(v);
             c.socket = c.runtime_dir.join("events.sock");
         }
-        if let Some(v) = get("PCSTREAM_SOCKET").filter(|v| !v.is_empty()) {
+        if let Some(v) = get(env::SOCKET).filter(|v| !v.is_empty()) {
             c.socket = PathBuf::from(v);
         }
-        if let Some(v) = get("PCSTREAM_MAP").filter(|v| !v.is_empty()) {
+        if let Some(v) = get(env::MAP).filter(|v| !v.is_empty()) {
             c.map = Some(PathBuf::from(v));
         }
-        if let Some(v) = text("PCSTREAM_FRAMES") {
+        if let Some(v) = text(env::FRAMES) {
             match v.trim().parse::<usize>() {
                 Ok(k) if (1..=MAX_FRAMES).contains(&k) => c.frames = k,
-                _ => complain("PCSTREAM_FRAMES", v, "an integer in 1..=16"),
+                _ => complain(env::FRAMES, v, "an integer in 1..=16"),
             }
         }
-        if let Some(v) = text("PCSTREAM_UNWIND") {
+        if let Some(v) = text(env::UNWIND) {
             match v.trim() {
                 "auto" => c.unwind = Unwind::Auto,
                 "fp" => c.unwind = Unwind::FramePointer,
                 "scan" => c.unwind = Unwind::Scan,
                 "exact" => c.unwind = Unwind::Exact,
-                _ => complain("PCSTREAM_UNWIND", v, "auto, fp, scan or exact"),
+                _ => complain(env::UNWIND, v, "auto, fp, scan or exact"),
             }
         }
-        if let Some(v) = text("PCSTREAM_SCAN_WORDS") {
+        if let Some(v) = text(env::SCAN_WORDS) {
             match v.trim().parse::<usize>() {
                 Ok(n) if (16..=65536).contains(&n) => c.scan_words = n,
-                _ => complain("PCSTREAM_SCAN_WORDS", v, "an integer in 16..=65536"),
+                _ => complain(env::SCAN_WORDS, v, "an integer in 16..=65536"),
             }
         }
-        if let Some(v) = text("PCSTREAM_FIX_APP_HINTS") {
+        if let Some(v) = text(env::FIX_APP_HINTS) {
             match flag(&v) {
                 Some(b) => c.fix_app_hints = b,
-                None => complain("PCSTREAM_FIX_APP_HINTS", v, "0 or 1"),
+                None => complain(env::FIX_APP_HINTS, v, "0 or 1"),
             }
         }
-        if let Some(v) = text("PCSTREAM_FLUSH_MS") {
+        if let Some(v) = text(env::FLUSH_MS) {
             match v.trim().parse::<u64>() {
                 Ok(ms) if ms <= 3_600_000 => c.flush_ns = ms * 1_000_000,
-                _ => complain("PCSTREAM_FLUSH_MS", v, "milliseconds (0..=3600000)"),
+                _ => complain(env::FLUSH_MS, v, "milliseconds (0..=3600000)"),
             }
         }
-        if let Some(v) = text("PCSTREAM_DEBUG") {
+        if let Some(v) = text(env::DEBUG) {
             match flag(&v) {
                 Some(b) => c.debug = b,
-                None => complain("PCSTREAM_DEBUG", v, "0 or 1"),
+                None => complain(env::DEBUG, v, "0 or 1"),
             }
         }
         (c, bad)

@@ -9,10 +9,11 @@
 //! hot path's events, have their own branch-free encoder
 //! ([`encode_write_entry`]).
 
-use crate::batch::BATCH;
-
 /// Longest path (bytes) carried in an event.
 pub const MAX_PATH: usize = 1024;
+
+/// Bytes of encoded events per batch (`batch.rs`).
+pub const BATCH: usize = 16 * 1024;
 
 // ---------------------------------------------------------------------------
 // Encoder
@@ -500,13 +501,20 @@ impl WriteEncoder {
     /// # Safety
     /// `out..out+WRITE_ENTRY_ROOM` must be writable.
     #[inline(always)]
-    pub unsafe fn entry_at(&mut self, out: *mut u8, now: u64, f: FileId, w: &[u64; 6]) -> usize {
+    pub unsafe fn entry_at(
+        &mut self,
+        out: *mut u8,
+        now: u64,
+        f: FileId,
+        w: &[u64; 6],
+        calls: u64,
+    ) -> usize {
         if f != self.file {
             self.set_file(f);
         }
         // SAFETY: every write below stays within the 92-byte entry plus the
         // scratch bytes a field may store past its end (≤ 32, the file
-        // copy): < WRITE_ENTRY_ROOM.
+        // copy), and `calls` (≤ 11 more): < WRITE_ENTRY_ROOM.
         unsafe {
             out.write(0x1a); // EventBatch.events; length at out+1
             let mut p = put_uint(out.add(2), 0x08, now); // Event.time_ns
@@ -523,6 +531,7 @@ impl WriteEncoder {
             p = put_uint(p, 0x18, w[1]); // len
             p = put_uint(p, 0x20, w[2]); // signature
             p = put_small3(p, 0x28, [w[3], w[4], w[5]]); // stream, hint, call
+            p = put_uint(p, 0x40, calls); // calls (0: absent, one call)
             wlen.write(p.offset_from(body) as u8);
             out.add(1).write(p.offset_from(out) as u8 - 2);
             p.offset_from(out) as usize
@@ -530,16 +539,24 @@ impl WriteEncoder {
     }
 
     /// One entry at the start of `buf`; `None` when it does not fit.
-    /// `w` = offset, len, signature, stream, hint, call.
+    /// `w` = offset, len, signature, stream, hint, call; `calls`: the calls
+    /// the event stands for when more than one (0: one, not encoded).
     #[inline]
-    pub fn entry(&mut self, buf: &mut [u8], now: u64, f: FileId, w: &[u64; 6]) -> Option<usize> {
+    pub fn entry(
+        &mut self,
+        buf: &mut [u8],
+        now: u64,
+        f: FileId,
+        w: &[u64; 6],
+        calls: u64,
+    ) -> Option<usize> {
         if buf.len() >= WRITE_ENTRY_ROOM {
             // SAFETY: buf has WRITE_ENTRY_ROOM writable bytes.
-            return Some(unsafe { self.entry_at(buf.as_mut_ptr(), now, f, w) });
+            return Some(unsafe { self.entry_at(buf.as_mut_ptr(), now, f, w, calls) });
         }
         let mut tmp = [0u8; WRITE_ENTRY_ROOM];
         // SAFETY: tmp has WRITE_ENTRY_ROOM writable bytes.
-        let n = unsafe { self.entry_at(tmp.as_mut_ptr(), now, f, w) };
+        let n = unsafe { self.entry_at(tmp.as_mut_ptr(), now, f, w, calls) };
         let dst = buf.get_mut(..n)?;
         dst.copy_from_slice(&tmp[..n]);
         Some(n)
@@ -556,7 +573,7 @@ pub fn encode_write_entry(
     f: FileId,
     w: &[u64; 6],
 ) -> Option<usize> {
-    WriteEncoder::new(tid).entry(buf, now, f, w)
+    WriteEncoder::new(tid).entry(buf, now, f, w, 0)
 }
 
 #[cfg(test)]
@@ -740,6 +757,23 @@ mod tests {
     }
 
     #[test]
+    fn a_coalesced_write_says_how_many_calls() {
+        let f = FileId { dev: 1, ino: 2 };
+        let w = [0, 50 * 4096, 9, 1, 2, WriteCall::Write as u64];
+        for calls in [0u64, 2, 50, u32::MAX as u64] {
+            let mut buf = [0u8; 256];
+            let n = WriteEncoder::new(7)
+                .entry(&mut buf, 1 << 40, f, &w, calls)
+                .unwrap();
+            let b = wire::EventBatch::decode(&buf[..n]).unwrap();
+            let Some(wire::event::Kind::Write(e)) = &b.events[0].kind else {
+                panic!("not a write")
+            };
+            assert_eq!((e.len, e.calls as u64, e.signature), (50 * 4096, calls, 9));
+        }
+    }
+
+    #[test]
     fn a_reused_write_encoder_tracks_files() {
         let files = [
             FileId { dev: 1, ino: 2 },
@@ -755,7 +789,7 @@ mod tests {
         for (i, f) in files.into_iter().enumerate() {
             let w = [i as u64 * 4096, 4096, 0xfeed_0000 + i as u64, 0, 3, 1];
             let mut got = [0u8; 256];
-            let n = enc.entry(&mut got, 1 << 44, f, &w).unwrap();
+            let n = enc.entry(&mut got, 1 << 44, f, &w, 0).unwrap();
             let mut want = [0u8; 256];
             let m = encode_write_entry(&mut want, 1 << 44, 4242, f, &w).unwrap();
             assert_eq!(&got[..n], &want[..m], "{f:?}");

@@ -75,7 +75,7 @@ pub struct FdInfo {
 
 /// Both sides of a fork: file positions are shared from now on.
 pub fn bump_fork_generation() {
-    crate::state::bump_fork_gen();
+    crate::hot::bump_fork_gen();
 }
 
 fn entry(fd: i32) -> Option<&'static Entry> {
@@ -99,7 +99,7 @@ pub fn set(fd: i32, st: &libc::stat, oflags: i32, may_track: bool) {
     e.ino.store(st.st_ino, Ordering::Relaxed);
     e.pos.store(0, Ordering::Relaxed);
     e.hint.store(0, Ordering::Relaxed);
-    e.gen.store(crate::state::fork_gen(), Ordering::Relaxed);
+    e.gen.store(crate::hot::fork_gen(), Ordering::Relaxed);
     e.flags.store(
         if regular { REGULAR } else { 0 }
             | if track { TRACK_POS } else { 0 }
@@ -150,7 +150,7 @@ pub fn get(fd: i32) -> Option<FdInfo> {
         dev: e.dev.load(Ordering::Relaxed),
         ino: e.ino.load(Ordering::Relaxed),
     };
-    let gen_ok = e.gen.load(Ordering::Relaxed) == crate::state::fork_gen();
+    let gen_ok = e.gen.load(Ordering::Relaxed) == crate::hot::fork_gen();
     std::sync::atomic::fence(Ordering::Acquire);
     if e.ver.load(Ordering::Relaxed) != v1 {
         return None;
@@ -174,7 +174,7 @@ pub fn advance(fd: i32, n: u64) -> u64 {
 }
 
 /// The hint of `fd`'s inode as last copied into its table entry, if that
-/// was in hint-cache epoch `epoch` (`state::hint_epoch`, read before the
+/// was in hint-cache epoch `epoch` (`hot::hint_epoch`, read before the
 /// hint it tags: a copy is never newer than its epoch).
 #[inline(always)]
 pub fn known_hint(fd: i32, epoch: u32) -> Option<u64> {
@@ -201,12 +201,7 @@ pub fn set_pos(fd: i32, pos: u64) {
 
 /// `fstat` as (identity, is-regular, size).
 pub fn fstat(fd: i32) -> Option<(FileId, bool, u64)> {
-    // SAFETY: zeroed stat is a valid out-buffer for fstat.
-    let mut st: libc::stat = unsafe { std::mem::zeroed() };
-    // SAFETY: fstat writes into `st`.
-    if unsafe { libc::fstat(fd, &mut st) } != 0 {
-        return None;
-    }
+    let st = crate::sys::fstat(fd)?;
     Some((
         FileId {
             dev: st.st_dev,
@@ -285,7 +280,7 @@ mod tests {
         let f = tempfile::tempfile().unwrap();
         let st = stat_of(&f);
         set(4010, &st, libc::O_WRONLY, true);
-        let epoch = crate::state::hint_epoch();
+        let epoch = crate::hot::hint_epoch();
         assert_eq!(known_hint(4010, epoch), None, "a new entry has no copy");
         set_known_hint(4010, epoch, 3);
         assert_eq!(known_hint(4010, epoch), Some(3));
@@ -295,13 +290,13 @@ mod tests {
             ino: st.st_ino ^ 0x5555,
         };
         crate::hint::remember(other, 2);
-        let moved = crate::state::hint_epoch();
+        let moved = crate::hot::hint_epoch();
         assert_ne!(moved, epoch);
         assert_eq!(known_hint(4010, moved), None);
         set_known_hint(4010, moved, 1);
         set(4010, &st, libc::O_WRONLY, true);
         assert_eq!(known_hint(4010, moved), None, "reopened: copy gone");
         crate::hint::forget(other);
-        assert_ne!(crate::state::hint_epoch(), moved);
+        assert_ne!(crate::hot::hint_epoch(), moved);
     }
 }

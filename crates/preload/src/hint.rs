@@ -13,7 +13,6 @@
 //!   (RocksDB 7.8 passes a pointer to a 4-byte enum).
 
 use crate::events::FileId;
-use crate::real;
 use pcstream_placement::hint::{RwHint, F_GET_RW_HINT, F_SET_RW_HINT};
 use pcstream_placement::signature::{mix64, Signature};
 use std::path::{Path, PathBuf};
@@ -159,7 +158,7 @@ pub fn remember(f: FileId, hint: u64) {
     if hint <= 5 {
         let (i, t) = tag(f);
         if HINTS[i].swap(t | (hint + 1), Ordering::Relaxed) != t | (hint + 1) {
-            crate::state::bump_hint_epoch();
+            crate::hot::bump_hint_epoch();
         }
     }
 }
@@ -173,17 +172,14 @@ pub fn forget(f: FileId) {
             .compare_exchange(v, 0, Ordering::Relaxed, Ordering::Relaxed)
             .is_ok()
     {
-        crate::state::bump_hint_epoch();
+        crate::hot::bump_hint_epoch();
     }
 }
 
-/// `fcntl(fd, cmd, &u64)` through the real fcntl; returns (rc, errno).
+/// `fcntl(fd, cmd, &u64)` (a raw syscall); returns (rc, errno).
 fn fcntl_u64(fd: i32, cmd: i32, v: &mut u64) -> (i32, i32) {
-    let Some(f) = real::FCNTL.get() else {
-        return (-1, libc::ENOSYS);
-    };
-    // SAFETY: F_{GET,SET}_RW_HINT take a pointer to a u64 that we own.
-    let rc = unsafe { f(fd, cmd, v as *mut u64) };
+    // F_{GET,SET}_RW_HINT take a pointer to a u64 that we own.
+    let rc = crate::sys::fcntl(fd, cmd, v as *mut u64 as usize);
     let errno = if rc < 0 {
         std::io::Error::last_os_error().raw_os_error().unwrap_or(0)
     } else {

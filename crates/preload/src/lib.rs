@@ -8,17 +8,19 @@
 //! spawns no thread. The contract with the rest of pcstream (environment,
 //! trace files, events) is `docs/shim.md`.
 //!
-//! Start reading at [`interpose`] (every entry point, one shape), then
+//! Start reading at [`hooks`] (every entry point, in one table), then
 //! [`track`] (what each call means). The hard problems each have a module:
 //! [`real`] (the libc functions behind ours), [`signature`] (frame-pointer
-//! walk, CFI walk and stack scan), [`cfi`] (`.eh_frame` unwind rules),
+//! walk, CFI walk and stack scan), [`stack`] (readable stack bounds),
+//! [`cfi`] (`.eh_frame` unwind rules),
 //! [`callsite`] (scan validation), [`ehhdr`] (`.eh_frame_hdr` tables and
 //! the memo they share), [`modules`] (loaded objects and build-ids),
 //! [`clock`] (cheap event timestamps), [`hint`] (mapping and per-inode hint
 //! cache), [`files`] (per-descriptor knowledge), [`events`] (protobuf
 //! encoding), [`batch`] (per-thread batches), [`record`] (trace file and
-//! daemon socket), [`state`] (life cycle, re-entrancy guard, fork), [`tls`]
-//! (per-thread state), [`config`] (environment options).
+//! daemon socket), [`hot`] (the write path's cache line), [`state`] (life cycle, re-entrancy guard, fork), [`tls`]
+//! (per-thread state), [`config`] (environment options), [`sys`] (errno
+//! and stat wrappers).
 //!
 //! The modules are private to the crate (so the library addresses its own
 //! statics and functions directly, not through the GOT); `bench_api` is
@@ -35,14 +37,17 @@ pub(crate) mod ehhdr;
 pub(crate) mod events;
 pub(crate) mod files;
 pub(crate) mod hint;
-pub(crate) mod interpose;
+pub(crate) mod hooks;
+pub(crate) mod hot;
 pub(crate) mod live;
 pub(crate) mod modules;
 pub(crate) mod real;
 pub(crate) mod record;
 pub(crate) mod seen;
 pub(crate) mod signature;
+pub(crate) mod stack;
 pub(crate) mod state;
+pub(crate) mod sys;
 pub(crate) mod tls;
 pub(crate) mod track;
 
@@ -50,6 +55,7 @@ use libc::{c_char, c_int};
 
 extern "C" fn constructor(argc: c_int, argv: *const *const c_char, _envp: *const *const c_char) {
     let _ = std::panic::catch_unwind(|| {
+        hooks::init();
         // SAFETY: the dynamic loader passes argc/argv to .init_array functions.
         unsafe { state::init(argc, argv) }
     });

@@ -109,10 +109,12 @@ impl Table {
     }
 }
 
-/// The current table: `state::table_slot()` (in the write path's hot
-/// cache line).
+/// The current table: `hot::table_slot()` (in the write path's hot
+/// cache line), as a `Table` pointer.
 fn table_slot() -> &'static AtomicPtr<Table> {
-    crate::state::table_slot()
+    // SAFETY: AtomicPtr<()> and AtomicPtr<Table> have the same layout (one
+    // pointer); only this module stores to the slot, always a Table.
+    unsafe { &*(crate::hot::table_slot() as *const AtomicPtr<()> as *const AtomicPtr<Table>) }
 }
 static REFRESH: Mutex<()> = Mutex::new(());
 

@@ -175,8 +175,14 @@ fn append_whole(path: &[u8; PATH_CAP], iov: &[iovec]) -> bool {
 }
 
 /// Counts `n` events that did not reach the trace file in its marker.
+///
+/// Threads that fail at once must not undo each other's count (one reading
+/// the size, another growing the file, the first cutting it back to its
+/// smaller total: a whole batch went uncounted in `shim_record_losses`), so
+/// the update holds an exclusive `flock` on the marker and reads the
+/// process's total inside it: the size only grows.
 fn note_lost(n: u64) {
-    let total = RECORD_LOST.fetch_add(n, Ordering::Relaxed) + n;
+    RECORD_LOST.fetch_add(n, Ordering::Relaxed);
     let Some(path) = LOST_PATH.get() else {
         return;
     };
@@ -187,8 +193,11 @@ fn note_lost(n: u64) {
     ) else {
         return;
     };
-    // SAFETY: plain fstat/ftruncate on the descriptor just opened.
+    // SAFETY: plain flock/fstat/ftruncate on the descriptor just opened
+    // (closing it releases the lock).
     unsafe {
+        libc::syscall(libc::SYS_flock, fd, libc::LOCK_EX);
+        let total = RECORD_LOST.load(Ordering::Relaxed);
         let mut st: libc::stat = std::mem::zeroed();
         if libc::syscall(libc::SYS_fstat, fd, &mut st) == 0 && (st.st_size as u64) < total {
             libc::syscall(libc::SYS_ftruncate, fd, total as libc::off_t);
@@ -274,7 +283,11 @@ pub fn open_trace(dir: &Path, h: &HeaderInfo<'_>) -> Result<std::path::PathBuf, 
     RECORD_LOST.store(0, Ordering::Relaxed);
     let _ = std::fs::create_dir_all(dir);
     let path = dir.join(format!("{}-{}.pcstrace", pid(), h.start_mono_ns));
-    let c = CString::new(path.as_os_str().as_bytes()).map_err(|e| e.to_string())?;
+    // The file is created and given its header under a name readers skip,
+    // then renamed: a process killed in between (SIGKILL right after exec)
+    // leaves no headerless trace behind, only a `.part` file.
+    let part = dir.join(format!("{}-{}.pcstrace.part", pid(), h.start_mono_ns));
+    let c = CString::new(part.as_os_str().as_bytes()).map_err(|e| e.to_string())?;
     let cb = c.as_bytes_with_nul();
     if cb.len() > PATH_CAP {
         return Err(format!("{}: path too long", path.display()));
@@ -331,21 +344,23 @@ pub fn open_trace(dir: &Path, h: &HeaderInfo<'_>) -> Result<std::path::PathBuf, 
         iov_base: bytes.as_ptr() as *mut c_void,
         iov_len: bytes.len(),
     }];
-    if !append_whole(&buf, &iov) {
-        let _ = std::fs::remove_file(&path);
+    if !append_whole(&buf, &iov) || std::fs::rename(&part, &path).is_err() {
+        let _ = std::fs::remove_file(&part);
         return Err(format!("{}: cannot write the header", path.display()));
     }
-    let mut lost = cb[..cb.len() - 1].to_vec();
+    let mut lost = path.as_os_str().as_bytes().to_vec();
     lost.extend_from_slice(b".lost");
     LOST_PATH.set(&lost);
-    TRACE_PATH.set(&cb[..cb.len() - 1]);
+    TRACE_PATH.set(path.as_os_str().as_bytes());
     Ok(path)
 }
 
 /// Sends/records one batch of already-encoded `Event` fields (`events` holds
-/// `count` length-prefixed field-3 entries of an `EventBatch`). A batch that
-/// reaches neither sink it was meant for counts its events as dropped.
-pub fn emit_batch(events: &[u8], count: u32) {
+/// `count` length-prefixed field-3 entries of an `EventBatch`). Returns
+/// whether it reached every sink it was meant for (if not, the caller
+/// counts its events as dropped).
+#[must_use]
+pub fn emit_batch(events: &[u8], count: u32) -> bool {
     // EventBatch header fields: pid (1), seq (2).
     let seq = SEQ.fetch_add(1, Ordering::Relaxed);
     let mut head = [0u8; 48];
@@ -395,7 +410,5 @@ pub fn emit_batch(events: &[u8], count: u32) {
             note_lost(count as u64);
         }
     }
-    if lost {
-        crate::batch::count_dropped(count as u64);
-    }
+    !lost
 }

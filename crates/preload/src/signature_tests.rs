@@ -122,7 +122,7 @@ fn bounds_of_this_thread_contain_sp() {
     let sp = &x as *const u64 as usize;
     let (lo, hi) = crate::tls::with(|t| stack_bounds(t, sp));
     assert!(lo <= sp && sp < hi, "{lo:x} {sp:x} {hi:x}");
-    let from_maps = maps_lookup(sp).expect("stack is in /proc/self/maps");
+    let from_maps = crate::stack::maps_lookup(sp).expect("stack is in /proc/self/maps");
     assert!(from_maps.0 <= sp && sp < from_maps.1);
     assert!(
         hi <= from_maps.1 + 4096 * 64,

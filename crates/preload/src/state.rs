@@ -9,126 +9,15 @@
 use crate::batch;
 use crate::config::Config;
 use crate::events::{Kind, ProcessKind};
-use crate::modules::Table;
 use crate::seen::SeenSet;
 use crate::tls::{self, Thread};
 use crate::{files, hint, modules, real, record, signature};
 use std::ffi::CStr;
-use std::sync::atomic::{
-    AtomicBool, AtomicI32, AtomicPtr, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering,
-};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
 
-const UNINIT: u8 = 0;
-const ACTIVE: u8 = 2;
-const PASSTHROUGH: u8 = 3;
+use crate::hot::{ACTIVE, HOT, PASSTHROUGH};
 
-/// What every intercepted write reads, in one cache line: after a write
-/// syscall the shim's data is usually cold, and one miss is cheaper than
-/// one per scattered static. Set at init (the configuration is immutable
-/// after it); the defaults are `Config::default()`'s.
-#[repr(C, align(64))]
-struct Hot {
-    state: AtomicU8,
-    /// Events are produced (a trace file or a daemon socket).
-    events: AtomicBool,
-    /// The process is exiting: every event is flushed at once.
-    finished: AtomicBool,
-    /// `Unwind` as `Unwind::index`.
-    unwind: AtomicU8,
-    frames: AtomicU32,
-    scan_words: AtomicU32,
-    /// Fork generation (`files.rs`: positions are trusted only within it).
-    fork_gen: AtomicU32,
-    /// Changes of the per-inode hint cache (`hint.rs`): a descriptor's
-    /// copy of its inode's hint is good while this has not moved.
-    hint_epoch: AtomicU32,
-    /// Offset of the per-thread state from the thread pointer (`tls.rs`;
-    /// 0: not known yet).
-    tls_off: AtomicI32,
-    flush_ns: AtomicU64,
-    /// The current module table (`modules.rs`).
-    table: AtomicPtr<Table>,
-    /// The real `write`, `pwrite`, `pwrite64` (`real.rs`; 0 before init).
-    fns: [AtomicUsize; 3],
-}
-
-const _: () = assert!(std::mem::size_of::<Hot>() == 64);
-
-static HOT: Hot = Hot {
-    state: AtomicU8::new(UNINIT),
-    events: AtomicBool::new(false),
-    finished: AtomicBool::new(false),
-    unwind: AtomicU8::new(0),
-    frames: AtomicU32::new(5),
-    scan_words: AtomicU32::new(512),
-    fork_gen: AtomicU32::new(1),
-    hint_epoch: AtomicU32::new(1),
-    tls_off: AtomicI32::new(0),
-    flush_ns: AtomicU64::new(100_000_000),
-    table: AtomicPtr::new(std::ptr::null_mut()),
-    fns: [
-        AtomicUsize::new(0),
-        AtomicUsize::new(0),
-        AtomicUsize::new(0),
-    ],
-};
-
-/// Index of the real `write` in the hot line (see [`hot_fn`]).
-pub const HOT_WRITE: usize = 0;
-/// Index of the real `pwrite`.
-pub const HOT_PWRITE: usize = 1;
-/// Index of the real `pwrite64`.
-pub const HOT_PWRITE64: usize = 2;
-
-/// The address of a real write function kept in the hot line (what
-/// `real.rs` resolved at init; 0 before).
-#[inline(always)]
-pub fn hot_fn(i: usize) -> usize {
-    HOT.fns[i].load(Ordering::Relaxed)
-}
-
-/// The fork generation (starts at 1).
-#[inline(always)]
-pub fn fork_gen() -> u32 {
-    HOT.fork_gen.load(Ordering::Relaxed)
-}
-
-/// Both sides of a fork: a new generation.
-pub fn bump_fork_gen() {
-    HOT.fork_gen.fetch_add(1, Ordering::Relaxed);
-}
-
-/// The per-inode hint cache's epoch (starts at 1).
-#[inline(always)]
-pub fn hint_epoch() -> u32 {
-    HOT.hint_epoch.load(Ordering::Acquire)
-}
-
-/// After a change to the per-inode hint cache.
-pub fn bump_hint_epoch() {
-    HOT.hint_epoch.fetch_add(1, Ordering::Release);
-}
-
-/// The per-thread state's offset from the thread pointer (0: not known
-/// yet), and setting it (init).
-#[inline(always)]
-pub fn tls_off() -> i32 {
-    HOT.tls_off.load(Ordering::Relaxed)
-}
-
-fn set_tls_off(off: isize) {
-    if let Ok(o) = i32::try_from(off) {
-        HOT.tls_off.store(o, Ordering::Relaxed);
-    }
-}
-
-/// The current module table's slot (kept in the hot line; `modules.rs`
-/// owns what it points to).
-#[inline(always)]
-pub fn table_slot() -> &'static AtomicPtr<Table> {
-    &HOT.table
-}
 static CONFIG: OnceLock<Config> = OnceLock::new();
 /// EXIT was written (by `fini` or `_exit`): write it once.
 static EXITED: AtomicBool = AtomicBool::new(false);
@@ -212,15 +101,10 @@ impl Drop for Guard {
     }
 }
 
-fn errno_loc() -> *mut i32 {
-    // SAFETY: __errno_location has no preconditions and returns this thread's errno.
-    unsafe { libc::__errno_location() }
-}
-
 /// Runs `f` keeping `errno` as it was and containing any panic.
 #[inline(always)]
 pub fn observe<R>(f: impl FnOnce() -> R) -> Option<R> {
-    observe_with(errno_loc(), f)
+    observe_with(crate::sys::errno_loc(), f)
 }
 
 /// [`observe`] with this thread's `errno` location at hand.
@@ -339,16 +223,8 @@ fn open_trace_file(start_mono_ns: u64) {
 /// `argv` must be null or a null-terminated array of C strings.
 pub unsafe fn init(argc: i32, argv: *const *const libc::c_char) {
     tls::with(|t| t.in_shim.set(true));
-    set_tls_off(tls::offset());
+    crate::hot::set_tls_off(tls::offset());
     real::resolve_all();
-    let fns = [
-        real::WRITE.addr(),
-        real::PWRITE.addr(),
-        real::PWRITE64.addr(),
-    ];
-    for (slot, a) in HOT.fns.iter().zip(fns) {
-        slot.store(a, Ordering::Relaxed);
-    }
     let (c, bad) = Config::from_env();
     for b in &bad {
         eprintln!("{b}");

@@ -16,7 +16,8 @@
 //! The first cache line holds what every intercepted write reads (guard,
 //! errno location, stack bounds, batch slot) and the head of the thread's
 //! last clean call path; the second its raw return addresses (see
-//! [`Thread::path`]).
+//! [`Thread::path`]); the third, read only for code without frame
+//! pointers, the unwind rules at those addresses.
 
 use std::cell::Cell;
 
@@ -53,9 +54,13 @@ pub struct Thread {
     /// the same call path compares its chain against them and is done,
     /// touching no shared cache line.
     pub path: [Cell<usize>; PATH_FRAMES],
+    /// For a path found by the CFI walk: the packed unwind rule
+    /// (`cfi::Rule::pack`) at each of `path`'s return addresses, so a
+    /// repeat of the path unwinds with a few loads per frame and no lookup.
+    pub path_rules: [Cell<u32>; PATH_FRAMES],
 }
 
-const _: () = assert!(std::mem::size_of::<Thread>() == 128);
+const _: () = assert!(std::mem::size_of::<Thread>() == 192);
 const _: () = assert!(std::mem::align_of::<Thread>() <= 64);
 
 /// [`Thread::slot`] before the thread claimed a batch slot.
@@ -144,7 +149,7 @@ pub fn offset() -> isize {
 /// This thread's state block.
 #[inline(always)]
 fn current() -> *const Thread {
-    let off = crate::state::tls_off();
+    let off = crate::hot::tls_off();
     let p = if off != 0 {
         thread_pointer().wrapping_add(off as isize as usize)
     } else {

@@ -1,5 +1,5 @@
 //! What each intercepted call means: the work the entry points in
-//! `interpose.rs` do after (or just before) the real call, always with the
+//! `hooks` do after (or just before) the real call, always with the
 //! re-entrancy guard held and `errno` preserved by the caller.
 //!
 //! Writes to regular files get a signature, a stream and hint from the
@@ -186,10 +186,7 @@ fn name_file(fd: c_int, info: files::FdInfo) {
     } else {
         &[][..]
     };
-    // SAFETY: F_GETFL takes no argument.
-    let flags = real::FCNTL
-        .get()
-        .map_or(0, |f| unsafe { f(fd, libc::F_GETFL) });
+    let flags = crate::sys::fcntl(fd, libc::F_GETFL, 0);
     state::emit(&Kind::Open {
         file: id,
         path,
@@ -286,9 +283,7 @@ unsafe fn write_general(
         None => {
             // The position after the write, minus what was written (also
             // right for O_APPEND).
-            let lseek = real::LSEEK.get();
-            // SAFETY: lseek(SEEK_CUR, 0) only reads the position.
-            let after = lseek.map_or(-1, |f| unsafe { f(fd, 0, libc::SEEK_CUR) });
+            let after = crate::sys::lseek(fd, 0, libc::SEEK_CUR);
             (after as u64).saturating_sub(n)
         }
     };
@@ -300,10 +295,7 @@ fn is_append(fd: c_int, info: files::FdInfo) -> bool {
     match info.append {
         Some(a) => a,
         None => {
-            // SAFETY: F_GETFL takes no argument.
-            let fl = real::FCNTL
-                .get()
-                .map_or(0, |f| unsafe { f(fd, libc::F_GETFL) });
+            let fl = crate::sys::fcntl(fd, libc::F_GETFL, 0);
             fl >= 0 && fl & libc::O_APPEND != 0
         }
     }
@@ -381,7 +373,7 @@ fn stream_hint(stream: u32) -> u64 {
 #[inline(always)]
 fn inode_hint(fd: c_int, info: files::FdInfo, stream: u32) -> u64 {
     let id = info.id;
-    let epoch = state::hint_epoch();
+    let epoch = crate::hot::hint_epoch();
     let known = if info.table {
         files::known_hint(fd, epoch)
     } else {
@@ -455,14 +447,10 @@ pub unsafe fn stat_path(dirfd: c_int, path: *const c_char, follow: bool) -> Opti
     if path.is_null() {
         return None;
     }
-    // SAFETY: zeroed stat is a valid out-buffer.
-    let mut st: libc::stat = unsafe { std::mem::zeroed() };
     let flags = if follow { 0 } else { libc::AT_SYMLINK_NOFOLLOW };
     // SAFETY: path is the application's C string (it passes the same to the
     // real call); fstatat only reads it.
-    if unsafe { libc::fstatat(dirfd, path, &mut st, flags) } != 0 {
-        return None;
-    }
+    let st = unsafe { crate::sys::fstatat(dirfd, path, flags) }?;
     Some(PathStat {
         id: FileId {
             dev: st.st_dev,
@@ -533,12 +521,7 @@ pub fn truncated(before: PathStat, len: u64) {
 
 /// `fstat` of a descriptor as a [`PathStat`].
 pub fn stat_fd(fd: c_int) -> Option<PathStat> {
-    // SAFETY: zeroed stat is a valid out-buffer.
-    let mut st: libc::stat = unsafe { std::mem::zeroed() };
-    // SAFETY: fstat writes into st.
-    if unsafe { libc::fstat(fd, &mut st) } != 0 {
-        return None;
-    }
+    let st = crate::sys::fstat(fd)?;
     Some(PathStat {
         id: FileId {
             dev: st.st_dev,
@@ -554,13 +537,10 @@ pub fn stat_fd(fd: c_int) -> Option<PathStat> {
 /// path's state before an `O_TRUNC` open; `stdio` marks stdio-owned
 /// descriptors (position managed by libc, never tracked).
 pub fn opened(fd: c_int, oflags: c_int, before: Option<PathStat>, stdio: bool) {
-    // SAFETY: zeroed stat is a valid out-buffer.
-    let mut st: libc::stat = unsafe { std::mem::zeroed() };
-    // SAFETY: fstat writes into st.
-    if unsafe { libc::fstat(fd, &mut st) } != 0 {
+    let Some(st) = crate::sys::fstat(fd) else {
         files::clear(fd);
         return;
-    }
+    };
     files::set(fd, &st, oflags, !stdio);
     let id = FileId {
         dev: st.st_dev,
