@@ -19,10 +19,10 @@ mod app_common;
 mod daemon_common;
 
 use daemon_common::{read_table, send_events, Daemon};
-use ftl_sim::replay::{self, DeviceSpec, Replay, ReplayOptions};
 use pcstream_placement::pcstream::PcStream;
 use pcstream_placement::policies::PolicyConfig;
 use pcstream_placement::wire::{self, event::Kind};
+use pcstream_replay::{self as replay, DeviceSpec, Replay, ReplayOptions};
 use pcstream_tests::require_tool;
 use std::os::unix::net::UnixDatagram;
 use std::process::Command;

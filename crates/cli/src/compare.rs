@@ -5,7 +5,7 @@
 //! — as text, as JSON (`--json`) or as SVG charts (`--svg DIR`, see
 //! [`charts`]). Split by job: [`report`] (the data), [`text`], [`charts`].
 //!
-//! The work is in `ftl_sim::replay`: building the replay (ground truth or the
+//! The work is in `pcstream_replay`: building the replay (ground truth or the
 //! allocation model), sizing and ageing the device, and the parallel runs.
 //! This module chooses the runs, collects the results and renders them.
 
@@ -14,11 +14,11 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{bail, Context};
-use ftl_sim::replay::{
-    self, simulate_all, DeviceSpec, Job, Replay, ReplayOptions, RunMode, RunResult,
-};
-use ftl_sim::signatures::pcstream_signatures;
 use pcstream_placement::policies::{PolicyConfig, POLICY_NAMES};
+use pcstream_replay::signatures::pcstream_signatures;
+use pcstream_replay::{
+    self as replay, simulate_all, DeviceSpec, Job, Replay, ReplayOptions, RunMode, RunResult,
+};
 
 /// Whether the simulated device has internal (GC) streams.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -92,7 +92,7 @@ pub struct CompareArgs {
     #[arg(long, value_name = "MIB")]
     pub fs_mib: Option<u64>,
     /// Allocation model: dirty pages cached before write-back (1 = write through).
-    #[arg(long, value_name = "PAGES", default_value_t = ftl_sim::replay::DEFAULT_WRITEBACK_PAGES)]
+    #[arg(long, value_name = "PAGES", default_value_t = pcstream_replay::DEFAULT_WRITEBACK_PAGES)]
     pub writeback_pages: u64,
     /// Policy parameters as JSON (`PolicyConfig`, every field optional; `streams` is set by --streams).
     #[arg(long, value_name = "FILE")]
@@ -170,7 +170,7 @@ impl Default for Options {
             model: false,
             trim: true,
             fs_pages: None,
-            writeback_pages: ftl_sim::replay::DEFAULT_WRITEBACK_PAGES,
+            writeback_pages: pcstream_replay::DEFAULT_WRITEBACK_PAGES,
             policy_config: PolicyConfig::default(),
             threads: 2,
             warmup_passes: 0,
@@ -200,7 +200,7 @@ pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
         op: args.op,
         model: args.model,
         trim: args.trim == Switch::On,
-        fs_pages: args.fs_mib.map(|m| m * (1 << 20) / ftl_sim::replay::PAGE),
+        fs_pages: args.fs_mib.map(|m| m * (1 << 20) / pcstream_replay::PAGE),
         writeback_pages: args.writeback_pages,
         policy_config,
         threads: args.threads,

@@ -21,8 +21,6 @@ pub mod geometry;
 pub mod histogram;
 mod hugepage;
 pub mod model;
-pub mod replay;
-pub mod signatures;
 mod ssd;
 pub mod stats;
 pub mod timing;

@@ -4,9 +4,9 @@
 //! lives very differently long.
 
 use super::*;
-use ftl_sim::replay::Source;
 use pcstream_placement::trace::TraceWriter;
 use pcstream_placement::wire::{self, event::Kind, trace_record::Record};
+use pcstream_replay::Source;
 
 const FS_DEV: u64 = 0x803;
 const SHORT_SIG: u64 = 0xaaaa_0001;

@@ -7,12 +7,14 @@
 //!
 //! The placement does not depend on the device's state, only on the
 //! replay, so this drives the policy through the same passes as
-//! [`crate::replay::simulate`] (`replay::drive_pass`, same clock and
+//! [`crate::simulate`] ([`crate::pass`]'s `drive_pass`, same clock and
 //! configuration) without simulating GC.
 
-use crate::replay::{
-    drive_pass, layout, policy_config_for, Job, PassEvent, PolicySlot, ReplayError, WriteClass,
-};
+use crate::error::ReplayError;
+use crate::experiment::{policy_config_for, Job};
+use crate::ops::WriteClass;
+use crate::pass::{drive_pass, PassEvent, PolicySlot};
+use crate::sizing::layout;
 use pcstream_placement::pcstream::PcStream;
 use std::collections::HashMap;
 
