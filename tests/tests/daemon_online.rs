@@ -76,7 +76,7 @@ fn online_mapping_equals_offline_pcstream_on_db_bench() {
     // Offline: compare's pcstream policy, as `simulate` configures it.
     let streams = 5;
     let opts = ReplayOptions {
-        force_model: true,
+        force_fs_alloc: true,
         writeback_pages: Some(1),
         ..Default::default()
     };

@@ -85,9 +85,10 @@ pub struct CompareArgs {
     /// replays as a file system mounted without `discard` would.
     #[arg(long, value_enum, default_value = "on")]
     pub trim: Switch,
-    /// Use the file-system allocation model even when the trace has device records.
-    #[arg(long)]
-    pub model: bool,
+    /// Use the file-system allocator even when the trace has device records
+    /// (`--model` is the old spelling).
+    #[arg(long, alias = "model")]
+    pub fs_alloc: bool,
     /// Size of the allocation model's file system in MiB (default: 5/4 of the peak live data).
     #[arg(long, value_name = "MIB")]
     pub fs_mib: Option<u64>,
@@ -138,8 +139,8 @@ pub struct Options {
     pub prefill: f64,
     /// Over-provisioning.
     pub op: f64,
-    /// Force the allocation model.
-    pub model: bool,
+    /// Force the file-system allocator.
+    pub fs_alloc: bool,
     /// Pass TRIMs to the device.
     pub trim: bool,
     /// Model file-system size, pages.
@@ -167,7 +168,7 @@ impl Default for Options {
             shared_gc_block: false,
             prefill: 0.9,
             op: 0.07,
-            model: false,
+            fs_alloc: false,
             trim: true,
             fs_pages: None,
             writeback_pages: pcstream_replay::DEFAULT_WRITEBACK_PAGES,
@@ -198,7 +199,7 @@ pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
         shared_gc_block: args.shared_gc_block,
         prefill: args.prefill,
         op: args.op,
-        model: args.model,
+        fs_alloc: args.fs_alloc,
         trim: args.trim == Switch::On,
         fs_pages: args.fs_mib.map(|m| m * (1 << 20) / pcstream_replay::PAGE),
         writeback_pages: args.writeback_pages,
@@ -267,7 +268,7 @@ pub fn compare(traces: &[PathBuf], opts: &Options) -> anyhow::Result<Report> {
     check(opts)?;
     let ropts = ReplayOptions {
         logical_pages: opts.fs_pages,
-        force_model: opts.model,
+        force_fs_alloc: opts.fs_alloc,
         writeback_pages: Some(opts.writeback_pages),
     };
     let replays: Vec<Replay> = traces
@@ -288,11 +289,11 @@ pub fn compare(traces: &[PathBuf], opts: &Options) -> anyhow::Result<Report> {
                 bail!("{}: the trace has no writes to replay", p.display());
             }
             let r = replay::fit_for_ageing(r, opts.prefill)
-                .map_err(|e| anyhow::anyhow!("{}: {e}", p.display()))?;
+                .with_context(|| p.display().to_string())?;
             let mut r = if opts.trim {
                 r
             } else {
-                replay::without_trims(&r).map_err(|e| anyhow::anyhow!("{}: {e}", p.display()))?
+                replay::without_trims(&r).with_context(|| p.display().to_string())?
             };
             if opts.clear_at_marks && r.marks.is_empty() {
                 eprintln!(

@@ -64,7 +64,7 @@ fn workload(writes: u64) -> Replay {
         });
         written += u64::from(RUN);
     }
-    Replay::from_ops(ops, logical, Source::FsModel).expect("valid ops")
+    Replay::from_ops(ops, logical, Source::FsAlloc).expect("valid ops")
 }
 
 /// The same workload as a file-level trace: one file per class.

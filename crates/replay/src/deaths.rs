@@ -3,13 +3,18 @@
 //! with the footprint and peak of live pages — computed once for every
 //! replay, however it was built ([`finish`]).
 
+use crate::error::BuildError;
 use crate::ops::{JoinStats, Op, Replay, RunMode, Source, WriteClass};
 use std::collections::HashMap;
 
 impl Replay {
     /// Builds a replay from operations directly (tests, synthetic traces),
     /// computing deaths and statistics.
-    pub fn from_ops(ops: Vec<Op>, logical_pages: u64, source: Source) -> Result<Replay, String> {
+    pub fn from_ops(
+        ops: Vec<Op>,
+        logical_pages: u64,
+        source: Source,
+    ) -> Result<Replay, BuildError> {
         let mut stats = JoinStats::default();
         for op in &ops {
             match *op {
@@ -65,9 +70,9 @@ pub(crate) fn finish(
     logical_pages: u64,
     source: Source,
     mut stats: JoinStats,
-) -> Result<Replay, String> {
+) -> Result<Replay, BuildError> {
     if logical_pages == 0 {
-        return Err("the device has no pages".into());
+        return Err(BuildError::NoPages);
     }
     let mut sigs = std::collections::HashSet::new();
     let mut total = 0u64;
@@ -89,10 +94,12 @@ pub(crate) fn finish(
             Op::InvalidateFile { .. } => continue,
         };
         if lpn.checked_add(n).is_none_or(|end| end > logical_pages) {
-            return Err(format!(
-                "operation {i} touches pages {lpn}..{} beyond the device's {logical_pages} pages",
-                lpn.saturating_add(n)
-            ));
+            return Err(BuildError::OutOfRange {
+                index: i,
+                first: lpn,
+                end: lpn.saturating_add(n),
+                logical_pages,
+            });
         }
     }
     stats.signatures = sigs.len() as u64;

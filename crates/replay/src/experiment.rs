@@ -3,7 +3,7 @@
 //! and round marks), the statistics collected ([`simulate`]), and many jobs
 //! run on worker threads ([`simulate_all`]).
 
-use crate::error::ReplayError;
+use crate::error::{ReplayError, RunError};
 use crate::ops::Replay;
 use crate::pass::{run_pass, MakePolicy, PolicySlot, RunCounters};
 use crate::sizing::{aged_ssd, layout, DeviceLayout, DeviceSpec};
@@ -61,15 +61,15 @@ pub fn policy_config_for(
 /// Sizes and ages a device for `job`, replays the trace through the policy
 /// and collects the statistics.
 pub fn simulate(job: &Job<'_>, policy_cfg: &PolicyConfig) -> Result<RunResult, ReplayError> {
-    let bad = |what: String| ReplayError::Run {
+    let bad = |e: RunError| ReplayError::Run {
         policy: job.policy.clone(),
-        what,
+        source: e,
     };
-    let layout = layout(job.replay, &job.spec).map_err(bad)?;
+    let layout = layout(job.replay, &job.spec).map_err(|e| bad(e.into()))?;
     let cfg = policy_config_for(&job.spec, &layout, policy_cfg);
-    let make = || policies::build(&job.policy, &cfg).map_err(|e| bad(e.to_string()));
+    let make = || policies::build(&job.policy, &cfg).map_err(|e| bad(e.into()));
     let mut policy = make()?;
-    let mut ssd = aged_ssd(job.replay, &layout).map_err(bad)?;
+    let mut ssd = aged_ssd(job.replay, &layout).map_err(|e| bad(e.into()))?;
     let mode = job.replay.run_mode;
     let fresh: Option<MakePolicy<'_>> = if mode.clear_at_marks {
         Some(&make)

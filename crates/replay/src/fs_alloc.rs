@@ -9,6 +9,7 @@
 //! page reach the device once and data deleted while cached never does.
 
 use crate::deaths::finish;
+use crate::error::BuildError;
 use crate::ops::{push_page, JoinStats, Op, Replay, Source, WriteClass};
 use crate::source::{app_hint_of, file_of, invalidate_op, pages_of, Ev};
 use crate::ReplayOptions;
@@ -75,28 +76,28 @@ impl Allocator {
 }
 
 #[derive(Default)]
-struct ModelFile {
+struct AllocFile {
     /// file page → lpn
     blocks: BTreeMap<u64, u64>,
     last_lpn: Option<u64>,
     app_hint: u8,
 }
 
-pub(crate) fn fs_model(
+pub(crate) fn allocate(
     evs: impl Iterator<Item = Ev> + Clone,
     opts: &ReplayOptions,
-) -> Result<Replay, String> {
+) -> Result<Replay, BuildError> {
     let wb = opts.writeback_pages.unwrap_or(DEFAULT_WRITEBACK_PAGES);
     let lp = match opts.logical_pages {
         Some(n) => n,
         None => {
             // Dry run with unbounded space for the peak of live data.
-            let peak = model_pass(evs.clone(), u64::MAX / 4, wb, true)?.1;
+            let peak = alloc_pass(evs.clone(), u64::MAX / 4, wb, true)?.1;
             (peak + peak / 4).max(1024)
         }
     };
-    let (ops, _, stats) = model_pass(evs, lp, wb, false)?;
-    finish(ops, lp, Source::FsModel, stats)
+    let (ops, _, stats) = alloc_pass(evs, lp, wb, false)?;
+    finish(ops, lp, Source::FsAlloc, stats)
 }
 
 /// Default size of the model's page cache: 8192 dirty pages (32 MiB).
@@ -108,22 +109,22 @@ type Dirty = HashMap<(u64, u64, u64), (Option<u64>, u8)>;
 
 /// The file-system model's state: allocator, per-file block maps, the
 /// write-back cache and the live-page count.
-struct Model {
+struct FsState {
     alloc: Option<Allocator>,
     pages: u64,
     dry_next: u64,
     live: u64,
     peak: u64,
-    files: HashMap<(u64, u64), ModelFile>,
+    files: HashMap<(u64, u64), AllocFile>,
     dirty: Dirty,
     ops: Vec<Op>,
     stats: JoinStats,
 }
 
-impl Model {
+impl FsState {
     /// Writes every dirty page back (delayed allocation: blocks are chosen
     /// now, next to the file's last block when possible).
-    fn writeback(&mut self) -> Result<(), String> {
+    fn writeback(&mut self) -> Result<(), BuildError> {
         let mut dirty: Vec<_> = self.dirty.drain().collect();
         dirty.sort_unstable_by_key(|&(k, _)| k);
         for ((dev, ino, p), (sig, hint)) in dirty {
@@ -134,12 +135,7 @@ impl Model {
                 None => {
                     let goal = f.last_lpn.map(|l| l + 1);
                     let l = match self.alloc.as_mut() {
-                        Some(a) => a.alloc(goal).ok_or_else(|| {
-                            format!(
-                                "file-system model is out of space ({} pages): give a larger size",
-                                self.pages
-                            )
-                        })?,
+                        Some(a) => a.alloc(goal).ok_or(BuildError::OutOfSpace(self.pages))?,
                         None => {
                             self.dry_next += 1;
                             self.dry_next
@@ -167,13 +163,13 @@ impl Model {
     }
 }
 
-pub(crate) fn model_pass(
+pub(crate) fn alloc_pass(
     evs: impl Iterator<Item = Ev>,
     pages: u64,
     writeback_pages: u64,
     dry: bool,
-) -> Result<(Vec<Op>, u64, JoinStats), String> {
-    let mut m = Model {
+) -> Result<(Vec<Op>, u64, JoinStats), BuildError> {
+    let mut m = FsState {
         alloc: if dry {
             None
         } else {

@@ -6,6 +6,7 @@
 //! metadata or journal; discards become TRIMs.
 
 use crate::deaths::finish;
+use crate::error::BuildError;
 use crate::ops::{push_page, JoinStats, Op, Replay, Source, WriteClass, PAGE};
 use crate::source::{app_hint_of, file_of, invalidate_op, pages_of, Ev};
 use pcstream_placement::wire;
@@ -62,7 +63,7 @@ pub(crate) fn ground_truth(
     logical_pages: Option<u64>,
     mut mark_files: HashSet<(u64, u64)>,
     ageing_events: usize,
-) -> Result<Replay, String> {
+) -> Result<Replay, BuildError> {
     let mut marks = Vec::new();
     let mut ops = Vec::new();
     let mut stats = JoinStats::default();
@@ -89,10 +90,7 @@ pub(crate) fn ground_truth(
                 let (dev, ino) = file_of(&x.file);
                 fs_dev.get_or_insert(dev);
                 if x.block_size != 0 && u64::from(x.block_size) != PAGE {
-                    return Err(format!(
-                        "file-system block size {} is not the 4 KiB page size",
-                        x.block_size
-                    ));
+                    return Err(BuildError::BlockSize(x.block_size));
                 }
                 rev.insert(x.device_block, u64::from(x.len_blocks), ino, x.file_block);
                 // Shim events held until the file system's device is known.

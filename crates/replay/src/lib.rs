@@ -54,7 +54,7 @@ mod tests;
 pub mod transforms;
 
 pub use deaths::NEVER;
-pub use error::ReplayError;
+pub use error::{BuildError, RecordError, ReplayError, RunError, SizingError};
 pub use experiment::{policy_config_for, simulate, simulate_all, Job, RunResult};
 pub use fs_alloc::DEFAULT_WRITEBACK_PAGES;
 pub use ops::{JoinStats, Op, Replay, RunMode, Source, WriteClass, MARK_SUFFIX, PAGE};
@@ -80,7 +80,7 @@ pub struct ReplayOptions {
     /// (at least 1024 pages).
     pub logical_pages: Option<u64>,
     /// Use the allocation model even when device records exist.
-    pub force_model: bool,
+    pub force_fs_alloc: bool,
     /// Model only: dirty pages the page cache holds before writing them all
     /// back in file order (default [`DEFAULT_WRITEBACK_PAGES`]; 1 = write
     /// through). Rewrites of a cached page (small appends) reach the device
@@ -107,9 +107,10 @@ impl Replay {
             let Some(rec) = reader.next_record()? else {
                 break;
             };
-            check_record(&rec, device_size).map_err(|what| ReplayError::Bad {
+            check_record(&rec, device_size).map_err(|source| ReplayError::Record {
                 path: name.clone(),
-                what: format!("byte offset {at}: {what}"),
+                offset: at,
+                source,
             })?;
             match rec.record {
                 Some(Record::Batch(b)) => {
@@ -144,17 +145,17 @@ impl Replay {
             .filter(|(_, p)| p.ends_with(MARK_SUFFIX))
             .map(|(f, _)| *f)
             .collect();
-        let mut r = if has_device && !opts.force_model {
+        let mut r = if has_device && !opts.force_fs_alloc {
             let lp = device_size.map(|b| b / PAGE).or(opts.logical_pages);
             // Events before the workload's start mark are the ageing fill.
             let split = workload_start.map_or(0, |t| evs.partition_point(|e| e.0 < t));
             ground_truth::ground_truth(evs.into_iter().map(|e| e.3), lp, mark_files, split)
         } else {
-            fs_alloc::fs_model(evs.into_iter().map(|e| e.3), opts)
+            fs_alloc::allocate(evs.into_iter().map(|e| e.3), opts)
         }
-        .map_err(|what| ReplayError::Bad {
+        .map_err(|source| ReplayError::Build {
             path: name.clone(),
-            what,
+            source,
         })?;
         r.file_names = file_names;
         Ok(r)

@@ -14,15 +14,17 @@ pub const PAGE: u64 = 4096;
 pub enum Source {
     /// Recorded device requests (tracefs), attributed through extent maps.
     GroundTruth,
-    /// Shim file events mapped to LBAs by the allocation model.
-    FsModel,
+    /// Shim file events mapped to LBAs by the file-system allocator
+    /// ([`crate::fs_alloc`]); `fs-model` in JSON, as before the rename.
+    #[serde(rename = "fs-model")]
+    FsAlloc,
 }
 
 impl std::fmt::Display for Source {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {
             Source::GroundTruth => "ground-truth device trace",
-            Source::FsModel => "file-system allocation model",
+            Source::FsAlloc => "file-system allocation model",
         })
     }
 }

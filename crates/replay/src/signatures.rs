@@ -10,7 +10,7 @@
 //! [`crate::simulate`] ([`crate::pass`]'s `drive_pass`, same clock and
 //! configuration) without simulating GC.
 
-use crate::error::ReplayError;
+use crate::error::{ReplayError, RunError};
 use crate::experiment::{policy_config_for, Job};
 use crate::ops::WriteClass;
 use crate::pass::{drive_pass, PassEvent, PolicySlot};
@@ -67,19 +67,17 @@ pub fn pcstream_signatures(
     job: &Job<'_>,
     policy_cfg: &pcstream_placement::policies::PolicyConfig,
 ) -> Result<Vec<SignatureRow>, ReplayError> {
-    let bad = |what: String| ReplayError::Run {
+    let bad = |e: RunError| ReplayError::Run {
         policy: "pcstream".into(),
-        what,
+        source: e,
     };
     let r = job.replay;
     if r.run_mode.clear_at_marks {
-        return Err(bad(
-            "a per-signature breakdown needs one set of tables: not with --clear-at-marks".into(),
-        ));
+        return Err(bad(RunError::ClearAtMarks));
     }
-    let dev = layout(r, &job.spec).map_err(bad)?;
+    let dev = layout(r, &job.spec).map_err(|e| bad(e.into()))?;
     let cfg = policy_config_for(&job.spec, &dev, policy_cfg);
-    cfg.validate().map_err(|e| bad(e.to_string()))?;
+    cfg.validate().map_err(|e| bad(e.into()))?;
     let mut pc = PcStream::new(cfg.streams, cfg.pcstream.clone());
     let n = r.host_pages();
     let passes = u64::from(r.run_mode.warmup_passes) + 1;

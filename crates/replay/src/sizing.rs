@@ -3,6 +3,7 @@
 //! ([`layout`]), and aged with that cold data as the PCStream paper does
 //! ([`aged_ssd`]).
 
+use crate::error::SizingError;
 use crate::ops::{Op, Replay, PAGE};
 use ftl_sim::config::{ConfigError, GcPolicy, Geometry};
 use ftl_sim::{Config, Ssd, Timing};
@@ -77,18 +78,12 @@ impl DeviceLayout {
 /// ways; the paper's 384 pages per block unless that gives fewer than
 /// [`MIN_BLOCKS_PER_STREAM`] blocks per stream, in which case pages per block
 /// are halved until it does (down to 6); blocks from the logical size and OP.
-pub fn layout(replay: &Replay, spec: &DeviceSpec) -> Result<DeviceLayout, String> {
+pub fn layout(replay: &Replay, spec: &DeviceSpec) -> Result<DeviceLayout, SizingError> {
     if !(0.0..1.0).contains(&spec.prefill) {
-        return Err(format!(
-            "prefill fraction {} is outside [0, 1)",
-            spec.prefill
-        ));
+        return Err(SizingError::Prefill(spec.prefill));
     }
     if !(spec.op.is_finite() && spec.op > 0.0) {
-        return Err(format!(
-            "over-provisioning {} must be a positive number",
-            spec.op
-        ));
+        return Err(SizingError::Op(spec.op));
     }
     let fp = replay.footprint_pages;
     // A recording aged by its own fill brings its cold data along.
@@ -115,9 +110,7 @@ pub fn layout(replay: &Replay, spec: &DeviceSpec) -> Result<DeviceLayout, String
             geometry: Geometry {
                 channels: CHANNELS,
                 ways: WAYS,
-                blocks_per_unit: u32::try_from(bpu).map_err(|_| {
-                    format!("a device of {need} logical pages is too large to simulate")
-                })?,
+                blocks_per_unit: u32::try_from(bpu).map_err(|_| SizingError::TooLarge(need))?,
                 pages_per_block: ppb,
                 page_size: PAGE as u32,
             },
@@ -144,8 +137,8 @@ pub fn layout(replay: &Replay, spec: &DeviceSpec) -> Result<DeviceLayout, String
         }
         match valid {
             Err(ConfigError::TooLittleSpare { .. }) | Ok(()) if bpu < 4 * first + 64 => bpu += 1,
-            Err(e) => return Err(e.to_string()),
-            Ok(()) => return Err(format!("cannot size a device for {need} logical pages")),
+            Err(e) => return Err(e.into()),
+            Ok(()) => return Err(SizingError::CannotSize(need)),
         }
     }
 }
@@ -154,16 +147,23 @@ pub fn layout(replay: &Replay, spec: &DeviceSpec) -> Result<DeviceLayout, String
 /// ([`Replay::ageing`]) replayed into stream 0, then the cold pages (the
 /// lowest logical pages the replay never touches) written sequentially to
 /// stream 0, then the counters reset. Policies see neither.
-pub fn aged_ssd(replay: &Replay, layout: &DeviceLayout) -> Result<Ssd, String> {
-    let mut ssd = Ssd::new(layout.config.clone()).map_err(|e| e.to_string())?;
+pub fn aged_ssd(replay: &Replay, layout: &DeviceLayout) -> Result<Ssd, SizingError> {
+    let mut ssd = Ssd::new(layout.config.clone())?;
     for op in &replay.ageing {
         match *op {
-            Op::Write { lpn, pages, .. } => ssd
-                .write_pages(lpn, u64::from(pages), 0)
-                .map_err(|e| format!("ageing write: {e}"))?,
-            Op::Trim { lpn, pages } => ssd
-                .trim(lpn, pages)
-                .map_err(|e| format!("ageing trim: {e}"))?,
+            Op::Write { lpn, pages, .. } => {
+                ssd.write_pages(lpn, u64::from(pages), 0)
+                    .map_err(|source| SizingError::Ageing {
+                        what: "write",
+                        source,
+                    })?
+            }
+            Op::Trim { lpn, pages } => {
+                ssd.trim(lpn, pages).map_err(|source| SizingError::Ageing {
+                    what: "trim",
+                    source,
+                })?
+            }
             Op::InvalidateFile { .. } => {}
         }
     }
@@ -171,7 +171,7 @@ pub fn aged_ssd(replay: &Replay, layout: &DeviceLayout) -> Result<Ssd, String> {
     let mut lpn = 0u64;
     while left > 0 && lpn < layout.logical_pages {
         if !replay.touches(lpn) {
-            ssd.write(lpn, 0).map_err(|e| e.to_string())?;
+            ssd.write(lpn, 0).map_err(SizingError::Cold)?;
             left -= 1;
         }
         lpn += 1;

@@ -3,6 +3,7 @@
 //! file events and the device's records merged into one time order
 //! ([`Ev`]), and the helpers both replay sources use to read them.
 
+use crate::error::RecordError;
 use crate::ops::{Op, PAGE};
 use pcstream_placement::wire::{self, event::Kind, trace_record::Record};
 
@@ -43,23 +44,25 @@ pub const MAX_DEVICE_BYTES: u64 = 1 << 40;
 pub(crate) fn check_record(
     rec: &wire::TraceRecord,
     device_size: Option<u64>,
-) -> Result<(), String> {
-    let file_range = |what: &str, offset: u64, len: u64| -> Result<(), String> {
-        match offset.checked_add(len) {
-            Some(end) if end <= MAX_FILE_BYTES => Ok(()),
-            _ => Err(format!(
-                "{what} of {len} bytes at file offset {offset} ends past the largest file ({MAX_FILE_BYTES} bytes)"
-            )),
-        }
+) -> Result<(), RecordError> {
+    let file_range = |what: &'static str, offset: u64, len: u64| match offset.checked_add(len) {
+        Some(end) if end <= MAX_FILE_BYTES => Ok(()),
+        _ => Err(RecordError::PastLargestFile {
+            what,
+            len,
+            offset,
+            limit: MAX_FILE_BYTES,
+        }),
     };
     let device = device_size.unwrap_or(MAX_DEVICE_BYTES);
-    let device_range = |what: &str, start: u64, bytes: u64| -> Result<(), String> {
-        match start.checked_add(bytes) {
-            Some(end) if end <= device => Ok(()),
-            _ => Err(format!(
-                "{what} of {bytes} bytes at device byte {start} ends past the {device}-byte device"
-            )),
-        }
+    let device_range = |what: &'static str, start: u64, bytes: u64| match start.checked_add(bytes) {
+        Some(end) if end <= device => Ok(()),
+        _ => Err(RecordError::PastDevice {
+            what,
+            bytes,
+            start,
+            device,
+        }),
     };
     match &rec.record {
         Some(Record::Batch(b)) => {
@@ -67,10 +70,10 @@ pub(crate) fn check_record(
                 match &e.kind {
                     Some(Kind::Write(w)) => {
                         if w.len > MAX_EVENT_BYTES {
-                            return Err(format!(
-                                "write event of {} bytes exceeds the {MAX_EVENT_BYTES}-byte limit of one write",
-                                w.len
-                            ));
+                            return Err(RecordError::EventTooLarge {
+                                len: w.len,
+                                limit: MAX_EVENT_BYTES,
+                            });
                         }
                         file_range("write event", w.offset, w.len)?;
                     }
@@ -90,10 +93,10 @@ pub(crate) fn check_record(
             u64::from(x.len_blocks) * PAGE,
         )?,
         Some(Record::Device(d)) if d.size_bytes > MAX_DEVICE_BYTES => {
-            return Err(format!(
-                "recorded device of {} bytes exceeds the {MAX_DEVICE_BYTES}-byte replay limit",
-                d.size_bytes
-            ))
+            return Err(RecordError::DeviceTooLarge {
+                size: d.size_bytes,
+                limit: MAX_DEVICE_BYTES,
+            })
         }
         _ => {}
     }

@@ -3,7 +3,7 @@
 //! the experiment harness.
 
 use super::*;
-use crate::fs_alloc::{fs_model, model_pass, Allocator};
+use crate::fs_alloc::{alloc_pass, allocate, Allocator};
 use crate::ground_truth::RevMap;
 use crate::source::Ev;
 use pcstream_placement::policies::PolicyConfig;
@@ -24,7 +24,7 @@ fn w(lpn: u64, pages: u32) -> Op {
 #[test]
 fn deaths_follow_overwrites_and_trims() {
     let ops = vec![w(0, 2), w(1, 1), Op::Trim { lpn: 0, pages: 1 }, w(5, 1)];
-    let r = Replay::from_ops(ops, 8, Source::FsModel).unwrap();
+    let r = Replay::from_ops(ops, 8, Source::FsAlloc).unwrap();
     // pages written: clock0 lpn0, clock1 lpn1, clock2 lpn1, clock3 lpn5
     assert_eq!(r.deaths, vec![3, 2, NEVER, NEVER]);
     assert_eq!(r.death(0), Some(3));
@@ -37,8 +37,8 @@ fn deaths_follow_overwrites_and_trims() {
 
 #[test]
 fn out_of_range_op_is_an_error() {
-    let e = Replay::from_ops(vec![w(7, 2)], 8, Source::FsModel).unwrap_err();
-    assert!(e.contains("beyond"), "{e}");
+    let e = Replay::from_ops(vec![w(7, 2)], 8, Source::FsAlloc).unwrap_err();
+    assert!(e.to_string().contains("beyond"), "{e}");
 }
 
 #[test]
@@ -94,13 +94,13 @@ fn model_cache_coalesces_appends_and_drops_deleted_pages() {
     evs.push(shim_write(2, 0, 8 * PAGE, 8));
     evs.push(unlink(2));
     evs.push(shim_write(3, 0, 4 * PAGE, 9));
-    let cached = model_pass(evs.clone().into_iter(), 1024, 1024, false).unwrap();
+    let cached = alloc_pass(evs.clone().into_iter(), 1024, 1024, false).unwrap();
     assert_eq!(cached.2.write_pages, 8 + 4);
     assert_eq!(cached.2.trim_pages, 0);
     assert_eq!(cached.2.shim_writes, 66);
     // Write-through: every append rewrites its page; file 2 reaches the
     // device and is trimmed.
-    let through = model_pass(evs.into_iter(), 1024, 1, false).unwrap();
+    let through = alloc_pass(evs.into_iter(), 1024, 1, false).unwrap();
     assert_eq!(through.2.write_pages, 64 + 8 + 4);
     assert_eq!(through.2.trim_pages, 8);
     // A file's pages are contiguous next to each other.
@@ -123,7 +123,7 @@ fn model_reuses_freed_space_and_reports_its_peak() {
         unlink(1),
         shim_write(3, 0, 5 * PAGE, 1),
     ];
-    let r = fs_model(
+    let r = allocate(
         evs.into_iter(),
         &ReplayOptions {
             writeback_pages: Some(1),
@@ -131,7 +131,7 @@ fn model_reuses_freed_space_and_reports_its_peak() {
         },
     )
     .unwrap();
-    assert_eq!(r.source, Source::FsModel);
+    assert_eq!(r.source, Source::FsAlloc);
     assert_eq!(r.peak_live_pages, 8);
     // 5/4 of the peak, at least 1024 pages.
     assert_eq!(r.logical_pages, 1024);
@@ -139,7 +139,7 @@ fn model_reuses_freed_space_and_reports_its_peak() {
     assert_eq!(r.footprint_pages, 8);
     assert_eq!(r.stats.trim_pages, 6);
     // Too small a file system is an error, not a panic.
-    let e = fs_model(
+    let e = allocate(
         vec![shim_write(1, 0, 9 * PAGE, 1)].into_iter(),
         &ReplayOptions {
             logical_pages: Some(8),
@@ -148,12 +148,12 @@ fn model_reuses_freed_space_and_reports_its_peak() {
         },
     )
     .unwrap_err();
-    assert!(e.contains("out of space"), "{e}");
+    assert!(e.to_string().contains("out of space"), "{e}");
 }
 
 fn replay_touching(logical: u64, pages: &[u64]) -> Replay {
     let ops = pages.iter().map(|&p| w(p, 1)).collect();
-    Replay::from_ops(ops, logical, Source::FsModel).unwrap()
+    Replay::from_ops(ops, logical, Source::FsAlloc).unwrap()
 }
 
 #[test]
@@ -180,7 +180,10 @@ fn layout_fits_the_footprint_beside_the_cold_data() {
         prefill: 1.0,
         ..DeviceSpec::default()
     };
-    assert!(layout(&r, &bad).unwrap_err().contains("prefill"));
+    assert!(layout(&r, &bad)
+        .unwrap_err()
+        .to_string()
+        .contains("prefill"));
 }
 
 #[test]
@@ -258,7 +261,10 @@ fn confine_renames_pages_but_keeps_every_death() {
         })
         .sum();
     assert_eq!(trimmed, 100);
-    assert!(confine(&r, 199).unwrap_err().contains("200 live pages"));
+    assert!(confine(&r, 199)
+        .unwrap_err()
+        .to_string()
+        .contains("200 live pages"));
     // Nothing to do for a dense replay.
     let dense = replay_touching(4096, &(0..2000).collect::<Vec<_>>());
     let f = fit_for_ageing(dense, 0.9).unwrap();
@@ -268,7 +274,7 @@ fn confine_renames_pages_but_keeps_every_death() {
 #[test]
 fn without_trims_data_dies_only_when_rewritten() {
     let ops = vec![w(0, 2), Op::Trim { lpn: 0, pages: 2 }, w(1, 1)];
-    let r = Replay::from_ops(ops, 8, Source::FsModel).unwrap();
+    let r = Replay::from_ops(ops, 8, Source::FsAlloc).unwrap();
     assert_eq!(r.deaths, vec![2, 2, NEVER]);
     let n = without_trims(&r).unwrap();
     assert_eq!(n.deaths, vec![NEVER, 2, NEVER]);

@@ -4,6 +4,7 @@
 //! statistics are recomputed; the context (names, marks, mode, ageing) kept.
 
 use crate::deaths::finish;
+use crate::error::BuildError;
 use crate::fs_alloc::Allocator;
 use crate::ops::{push_page, Op, Replay};
 
@@ -29,12 +30,12 @@ impl Replay {
 /// death order are unchanged (the FTL sees the same page identities under
 /// other names); only LBA-based policies see different addresses. Needs
 /// `hot_pages` ≥ the peak of live pages.
-pub fn confine(replay: &Replay, hot_pages: u64) -> Result<Replay, String> {
+pub fn confine(replay: &Replay, hot_pages: u64) -> Result<Replay, BuildError> {
     if hot_pages < replay.peak_live_pages {
-        return Err(format!(
-            "cannot confine {} live pages into {hot_pages}",
-            replay.peak_live_pages
-        ));
+        return Err(BuildError::CannotConfine {
+            live: replay.peak_live_pages,
+            hot: hot_pages,
+        });
     }
     const NONE: u64 = u64::MAX;
     let mut map = vec![NONE; replay.logical_pages as usize];
@@ -61,9 +62,7 @@ pub fn confine(replay: &Replay, hot_pages: u64) -> Result<Replay, String> {
                             } else {
                                 last.map(|l| l + 1)
                             };
-                            let n = alloc
-                                .alloc(goal)
-                                .ok_or_else(|| format!("no free page among {hot_pages}"))?;
+                            let n = alloc.alloc(goal).ok_or(BuildError::NoFreePage(hot_pages))?;
                             map[old as usize] = n;
                             n
                         }
@@ -119,7 +118,7 @@ pub fn hot_region(replay: &Replay) -> u64 {
 /// system on the aged device would have: the replay unchanged otherwise,
 /// when `prefill` is 0, or when the recording was aged already (its file
 /// system allocated around the fill, [`Replay::ageing`]).
-pub fn fit_for_ageing(replay: Replay, prefill: f64) -> Result<Replay, String> {
+pub fn fit_for_ageing(replay: Replay, prefill: f64) -> Result<Replay, BuildError> {
     let hot = hot_region(&replay);
     if prefill > 0.0 && replay.ageing.is_empty() && replay.footprint_pages > hot {
         confine(&replay, hot)
@@ -132,7 +131,7 @@ pub fn fit_for_ageing(replay: Replay, prefill: f64) -> Result<Replay, String> {
 /// without `discard`): the trims are dropped, so freed data stays valid
 /// until its page is written again, and deaths are next overwrites only.
 /// Policies still hear the file invalidations.
-pub fn without_trims(replay: &Replay) -> Result<Replay, String> {
+pub fn without_trims(replay: &Replay) -> Result<Replay, BuildError> {
     let ops = replay
         .ops
         .iter()

@@ -98,7 +98,7 @@ fn title_of(t: &TraceReport) -> String {
         .unwrap_or_else(|| t.path.clone());
     let src = match t.source {
         pcstream_replay::Source::GroundTruth => "ground truth",
-        pcstream_replay::Source::FsModel => "allocation model",
+        pcstream_replay::Source::FsAlloc => "allocation model",
     };
     format!("{name} ({src})")
 }
