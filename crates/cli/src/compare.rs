@@ -276,7 +276,7 @@ pub fn compare(traces: &[PathBuf], opts: &Options) -> anyhow::Result<Report> {
         .map(|p| {
             // Its errors name the trace file (and byte offset) themselves.
             Ok(Replay::from_trace(
-                &crate::record::resolve_trace(p),
+                &pcstream_placement::trace::resolve_trace(p),
                 &ropts,
             )?)
         })

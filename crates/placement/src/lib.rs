@@ -27,6 +27,7 @@ pub mod hint;
 pub mod lifetime;
 #[cfg(feature = "learn")]
 pub mod mapper;
+pub mod merge;
 #[cfg(feature = "learn")]
 pub mod online;
 #[cfg(feature = "learn")]
