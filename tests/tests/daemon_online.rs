@@ -19,6 +19,7 @@ mod app_common;
 mod daemon_common;
 
 use daemon_common::{read_table, send_events, Daemon};
+use pcstream_placement::env as var;
 use pcstream_placement::pcstream::PcStream;
 use pcstream_placement::policies::PolicyConfig;
 use pcstream_placement::wire::{self, event::Kind};
@@ -335,8 +336,8 @@ fn a_stopped_daemon_never_blocks_a_writer() {
         .args(["60", "dd", "if=/dev/zero", "bs=512", "count=20000"])
         .arg(format!("of={}", file.display()))
         .env("LD_PRELOAD", pcstream_tests::shim())
-        .env("PCSTREAM_SOCKET", d.run_dir().join("events.sock"))
-        .env("PCSTREAM_FLUSH_MS", "0")
+        .env(var::SOCKET, d.run_dir().join("events.sock"))
+        .env(var::FLUSH_MS, "0")
         .output()
         .unwrap();
     // SAFETY: as above.
@@ -410,7 +411,7 @@ fn kill_9_mid_run_then_restart_reloads_the_last_save() {
         .args(["if=/dev/urandom", "bs=4096", "count=5000"])
         .arg(format!("of={}", file.display()))
         .env("LD_PRELOAD", pcstream_tests::shim())
-        .env("PCSTREAM_SOCKET", d.run_dir().join("events.sock"))
+        .env(var::SOCKET, d.run_dir().join("events.sock"))
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
