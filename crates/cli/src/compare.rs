@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{bail, Context};
+use ftl_sim::paper;
 use pcstream_placement::policies::{PolicyConfig, POLICY_NAMES};
 use pcstream_replay::signatures::pcstream_signatures;
 use pcstream_replay::{
@@ -65,7 +66,7 @@ pub struct CompareArgs {
     #[arg(long, value_delimiter = ',', default_values_t = POLICY_NAMES.iter().map(|s| s.to_string()))]
     pub policies: Vec<String>,
     /// Stream ids of the device, default stream included (PM963: 9).
-    #[arg(long, default_value_t = 9)]
+    #[arg(long, default_value_t = paper::STREAMS)]
     pub streams: u32,
     /// Internal (GC) streams of the device.
     #[arg(long, value_enum, default_value = "off")]
@@ -76,10 +77,10 @@ pub struct CompareArgs {
     #[arg(long)]
     pub shared_gc_block: bool,
     /// Fraction of the logical space pre-filled with cold data (the paper: 0.9).
-    #[arg(long, default_value_t = 0.9)]
+    #[arg(long, default_value_t = paper::PREFILL)]
     pub prefill: f64,
     /// Over-provisioning, (physical − logical) / logical.
-    #[arg(long, default_value_t = 0.07)]
+    #[arg(long, default_value_t = paper::OP)]
     pub op: f64,
     /// Whether the device hears TRIMs (discards, and the model's frees): `off`
     /// replays as a file system mounted without `discard` would.
@@ -163,11 +164,11 @@ impl Default for Options {
     fn default() -> Self {
         Options {
             policies: POLICY_NAMES.iter().map(|s| s.to_string()).collect(),
-            streams: 9,
+            streams: paper::STREAMS,
             internal: InternalMode::Off,
             shared_gc_block: false,
-            prefill: 0.9,
-            op: 0.07,
+            prefill: paper::PREFILL,
+            op: paper::OP,
             fs_alloc: false,
             trim: true,
             fs_pages: None,

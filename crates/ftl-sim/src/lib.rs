@@ -21,6 +21,7 @@ pub mod geometry;
 pub mod histogram;
 mod hugepage;
 pub mod model;
+pub mod paper;
 mod ssd;
 pub mod stats;
 pub mod timing;

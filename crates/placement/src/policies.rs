@@ -58,7 +58,7 @@ impl Default for PolicyConfig {
 /// (e.g. `pcstream.lifetime.chunk_pages`).
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("placement config: {key} = {value}: {expected}")]
-pub struct ConfigError {
+pub struct PolicyConfigError {
     /// Dotted path of the offending key.
     pub key: &'static str,
     /// The value found.
@@ -70,17 +70,17 @@ pub struct ConfigError {
 impl PolicyConfig {
     /// Checks every value's range (the constructors clamp silently; a config
     /// file should be rejected with the key named instead).
-    pub fn validate(&self) -> Result<(), ConfigError> {
+    pub fn validate(&self) -> Result<(), PolicyConfigError> {
         fn check<T: std::fmt::Display>(
             key: &'static str,
             value: T,
             ok: bool,
             expected: &'static str,
-        ) -> Result<(), ConfigError> {
+        ) -> Result<(), PolicyConfigError> {
             if ok {
                 Ok(())
             } else {
-                Err(ConfigError {
+                Err(PolicyConfigError {
                     key,
                     value: value.to_string(),
                     expected,

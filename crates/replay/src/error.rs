@@ -6,7 +6,7 @@
 //! wrapper names its context and quotes its cause.
 
 use ftl_sim::{ConfigError, SimError};
-use pcstream_placement::policies::{ConfigError as PolicyConfigError, UnknownPolicy};
+use pcstream_placement::policies::{PolicyConfigError, UnknownPolicy};
 use pcstream_placement::trace::TraceError;
 
 /// A trace record whose sizes or offsets no real file or device has,

@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 
 /// Bytes per logical page.
-pub const PAGE: u64 = 4096;
+pub const PAGE: u64 = ftl_sim::paper::PAGE_SIZE as u64;
 
 /// Where the replayed device operations came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]

@@ -6,7 +6,7 @@
 use crate::error::SizingError;
 use crate::ops::{Op, Replay, PAGE};
 use ftl_sim::config::{ConfigError, GcPolicy, Geometry};
-use ftl_sim::{Config, Ssd, Timing};
+use ftl_sim::{paper, Config, Ssd, Timing};
 
 /// The simulated device a replay runs on, before sizing (see [`layout`]).
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
@@ -32,11 +32,11 @@ pub struct DeviceSpec {
 impl Default for DeviceSpec {
     fn default() -> Self {
         DeviceSpec {
-            streams: 9,
+            streams: paper::STREAMS,
             internal_streams: false,
             shared_gc_block: false,
-            op: 0.07,
-            prefill: 0.9,
+            op: paper::OP,
+            prefill: paper::PREFILL,
             gc: GcPolicy::Greedy,
             timing: Some(Timing::default()),
         }
@@ -44,11 +44,9 @@ impl Default for DeviceSpec {
 }
 
 /// The paper's pages per block, kept when the device has enough blocks.
-pub const PAPER_PAGES_PER_BLOCK: u32 = 384;
+pub const PAPER_PAGES_PER_BLOCK: u32 = paper::PAGES_PER_BLOCK;
 /// Blocks per external stream below which pages per block are halved.
 pub const MIN_BLOCKS_PER_STREAM: u64 = 64;
-const CHANNELS: u32 = 4;
-const WAYS: u32 = 4;
 
 /// The device chosen for a replay, and why it has that size.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
@@ -102,14 +100,14 @@ pub fn layout(replay: &Replay, spec: &DeviceSpec) -> Result<DeviceLayout, Sizing
     while ppb > 6 && phys_need.div_ceil(u64::from(ppb)) < min_blocks {
         ppb /= 2;
     }
-    let units = u64::from(CHANNELS * WAYS);
+    let units = u64::from(paper::CHANNELS * paper::WAYS);
     let first = phys_need.div_ceil(u64::from(ppb)).div_ceil(units).max(1);
     let mut bpu = first;
     loop {
         let config = Config {
             geometry: Geometry {
-                channels: CHANNELS,
-                ways: WAYS,
+                channels: paper::CHANNELS,
+                ways: paper::WAYS,
                 blocks_per_unit: u32::try_from(bpu).map_err(|_| SizingError::TooLarge(need))?,
                 pages_per_block: ppb,
                 page_size: PAGE as u32,
@@ -119,7 +117,7 @@ pub fn layout(replay: &Replay, spec: &DeviceSpec) -> Result<DeviceLayout, Sizing
             internal_streams: spec.internal_streams,
             shared_gc_block: spec.shared_gc_block,
             gc: spec.gc,
-            gc_free_blocks: 2,
+            gc_free_blocks: paper::GC_FREE_BLOCKS,
             timing: spec.timing,
         };
         let valid = config.validate();
