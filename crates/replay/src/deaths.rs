@@ -1,7 +1,7 @@
 //! Page deaths: when every written page is next overwritten or trimmed
 //! ([`Replay::deaths`], read by the oracle policy through `WriteCtx::death`),
 //! with the footprint and peak of live pages — computed once for every
-//! replay, however it was built ([`finish`]).
+//! replay, however it was built (`finish`).
 
 use crate::error::BuildError;
 use crate::ops::{JoinStats, Op, Replay, RunMode, Source, WriteClass};

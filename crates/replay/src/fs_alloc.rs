@@ -12,7 +12,6 @@ use crate::deaths::finish;
 use crate::error::BuildError;
 use crate::ops::{push_page, JoinStats, Op, Replay, Source, WriteClass};
 use crate::source::{app_hint_of, file_of, invalidate_op, pages_of, Ev};
-use crate::ReplayOptions;
 use std::collections::{BTreeMap, HashMap};
 
 /// Free-space allocator of the file-system model: a bitmap with a rotating
@@ -83,12 +82,17 @@ struct AllocFile {
     app_hint: u8,
 }
 
+/// Replays the shim's events through the allocator onto a file system of
+/// `logical_pages` (default: 5/4 of the peak of live data, at least 1024
+/// pages) with a page cache of `writeback_pages` (default
+/// [`DEFAULT_WRITEBACK_PAGES`]).
 pub(crate) fn allocate(
     evs: impl Iterator<Item = Ev> + Clone,
-    opts: &ReplayOptions,
+    logical_pages: Option<u64>,
+    writeback_pages: Option<u64>,
 ) -> Result<Replay, BuildError> {
-    let wb = opts.writeback_pages.unwrap_or(DEFAULT_WRITEBACK_PAGES);
-    let lp = match opts.logical_pages {
+    let wb = writeback_pages.unwrap_or(DEFAULT_WRITEBACK_PAGES);
+    let lp = match logical_pages {
         Some(n) => n,
         None => {
             // Dry run with unbounded space for the peak of live data.

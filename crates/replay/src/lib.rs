@@ -1,5 +1,7 @@
-//! pcstream-replay: trace replay. turns a recorded pcstream trace into the operations a device
-//! receives, and drives a placement policy and an [`Ssd`] with them.
+//! pcstream-replay: turns a recorded pcstream trace into the operations a
+//! device receives, and drives a placement policy and an
+//! [`ftl_sim::Ssd`] with them. Start at [`Replay::from_trace`], then
+//! [`simulate`].
 //!
 //! Two sources, most faithful first ([`Source`]):
 //! - **ground truth**: the trace holds what the block device really received
@@ -12,7 +14,8 @@
 //!   Device writes no file owns are file-system metadata or journal
 //!   ([`WriteClass::Metadata`]). Discards become TRIMs. Page-cache effects
 //!   (data deleted before writeback) are in the measurement by construction.
-//! - **file-system model**: without device records, a simple allocator maps
+//! - **file-system allocator** ([`fs_alloc`]): without device records, a
+//!   simple allocator maps
 //!   `(file, offset)` to LBAs (in place for overwrites, next to the file's
 //!   last block for appends, first free block from a rotating cursor
 //!   otherwise) and TRIMs what unlink, truncate and punch-hole free — the
@@ -28,6 +31,9 @@
 //!
 //! [`Replay::deaths`] knows when every written page is next overwritten or
 //! trimmed; the oracle policy reads it through `WriteCtx::death`.
+//!
+//! Errors are typed per stage ([`RecordError`], [`BuildError`],
+//! [`SizingError`], [`RunError`]) and gathered in [`ReplayError`].
 //!
 //! Modules, in pipeline order: [`source`] reads and merges the trace's
 //! events; [`ground_truth`] or [`fs_alloc`] turns them into device
@@ -151,7 +157,11 @@ impl Replay {
             let split = workload_start.map_or(0, |t| evs.partition_point(|e| e.0 < t));
             ground_truth::ground_truth(evs.into_iter().map(|e| e.3), lp, mark_files, split)
         } else {
-            fs_alloc::allocate(evs.into_iter().map(|e| e.3), opts)
+            fs_alloc::allocate(
+                evs.into_iter().map(|e| e.3),
+                opts.logical_pages,
+                opts.writeback_pages,
+            )
         }
         .map_err(|source| ReplayError::Build {
             path: name.clone(),

@@ -111,11 +111,11 @@ pub struct Replay {
     pub ops: Vec<Op>,
     /// One entry per written page, in write order: the replay clock (pages
     /// written since the start) at which that page is next overwritten or
-    /// trimmed, [`NEVER`] if never within the trace (see [`Replay::death`]).
+    /// trimmed, [`crate::NEVER`] if never within the trace (see [`Replay::death`]).
     pub deaths: Vec<u64>,
     /// Distinct logical pages the replay writes.
     pub footprint_pages: u64,
-    /// Set by [`confine`]: the footprint before the replay's pages were
+    /// Set by [`crate::confine`]: the footprint before the replay's pages were
     /// re-allocated into a smaller region.
     pub confined_from: Option<u64>,
     /// The most logical pages holding data at once during the replay
@@ -136,10 +136,10 @@ pub struct Replay {
     /// order (`bench/workloads.sh` writes one per gcc build). Ground-truth
     /// traces only; empty otherwise.
     pub marks: Vec<u64>,
-    /// How [`simulate`] runs this replay (default: one pass, tables kept).
+    /// How [`crate::simulate`] runs this replay (default: one pass, tables kept).
     pub run_mode: RunMode,
     /// Device operations recorded before the workload started (ground truth
-    /// of a `record --device-fill` ageing): [`aged_ssd`] writes them to
+    /// of a `record --device-fill` ageing): [`crate::aged_ssd`] writes them to
     /// stream 0 before the measured run; policies never see them, and the
     /// replay's own statistics (footprint, peak, deaths) leave them out.
     pub ageing: Vec<Op>,
@@ -148,7 +148,7 @@ pub struct Replay {
 /// File-name suffix of the round marks in [`Replay::marks`].
 pub const MARK_SUFFIX: &str = ".pcstream-mark";
 
-/// How [`simulate`] runs a replay through a policy (paper Fig. 13).
+/// How [`crate::simulate`] runs a replay through a policy (paper Fig. 13).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 pub struct RunMode {
     /// Whole passes over the trace before the measured one, through the same

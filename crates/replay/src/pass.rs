@@ -19,7 +19,7 @@ pub struct RunCounters {
 }
 
 /// Replays `replay` into `ssd`, placing every page with `policy` (one pass,
-/// [`Replay::run_mode`] not applied: see [`simulate`]).
+/// [`Replay::run_mode`] not applied: see [`crate::simulate`]).
 pub fn run(
     replay: &Replay,
     policy: &mut dyn Placement,

@@ -61,7 +61,7 @@ fn percentile(sorted: &[u64], p: f64) -> Option<u64> {
 
 /// pcstream's placement of `job.replay` by signature, heaviest first (the
 /// job's policy name is ignored: this is pcstream's breakdown). Runs the
-/// replay's warm-up passes first, as [`crate::replay::simulate`] does;
+/// replay's warm-up passes first, as [`crate::simulate`] does;
 /// refuses `clear_at_marks`, whose fresh tables have no single breakdown.
 pub fn pcstream_signatures(
     job: &Job<'_>,

@@ -1,7 +1,7 @@
 //! Reading a recorded trace: every record checked against the sizes a real
 //! file or device can have before anything is allocated for it, the shim's
 //! file events and the device's records merged into one time order
-//! ([`Ev`]), and the helpers both replay sources use to read them.
+//! (`Ev`), and the helpers both replay sources use to read them.
 
 use crate::error::RecordError;
 use crate::ops::{Op, PAGE};

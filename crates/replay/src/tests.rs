@@ -123,14 +123,7 @@ fn model_reuses_freed_space_and_reports_its_peak() {
         unlink(1),
         shim_write(3, 0, 5 * PAGE, 1),
     ];
-    let r = allocate(
-        evs.into_iter(),
-        &ReplayOptions {
-            writeback_pages: Some(1),
-            ..Default::default()
-        },
-    )
-    .unwrap();
+    let r = allocate(evs.into_iter(), None, Some(1)).unwrap();
     assert_eq!(r.source, Source::FsAlloc);
     assert_eq!(r.peak_live_pages, 8);
     // 5/4 of the peak, at least 1024 pages.
@@ -141,11 +134,8 @@ fn model_reuses_freed_space_and_reports_its_peak() {
     // Too small a file system is an error, not a panic.
     let e = allocate(
         vec![shim_write(1, 0, 9 * PAGE, 1)].into_iter(),
-        &ReplayOptions {
-            logical_pages: Some(8),
-            writeback_pages: Some(1),
-            ..Default::default()
-        },
+        Some(8),
+        Some(1),
     )
     .unwrap_err();
     assert!(e.to_string().contains("out of space"), "{e}");
