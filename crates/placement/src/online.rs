@@ -22,7 +22,7 @@
 use crate::hint::RwHint;
 use crate::lifetime::SigStats;
 use crate::pcstream::{PcStream, PcStreamConfig};
-use crate::policy::{Placement, StreamId, WriteCtx};
+use crate::placement::{Placement, StreamId, WriteCtx};
 use crate::wire::{self, event::Kind};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 

@@ -3,7 +3,7 @@
 //!
 //! | name | module | uses |
 //! | --- | --- | --- |
-//! | `baseline` | [`crate::policy::Baseline`] | nothing: one stream |
+//! | `baseline` | [`crate::placement::Baseline`] | nothing: one stream |
 //! | `autostream-sfr` | [`crate::autostream`] | LBA write counts with decay |
 //! | `autostream-mq` | [`crate::autostream`] | LBA multi-queue with expiry |
 //! | `app-hints` | [`crate::app_hints`] | the application's `F_SET_RW_HINT`s |
@@ -17,7 +17,7 @@ use crate::app_hints::AppHints;
 use crate::autostream::{AutoStreamConfig, AutoStreamMq, AutoStreamSfr};
 use crate::oracle::{Oracle, OracleConfig};
 use crate::pcstream::{PcStream, PcStreamConfig};
-use crate::policy::{Baseline, Placement};
+use crate::placement::{Baseline, Placement};
 
 /// Names accepted by [`build`], in report order.
 pub const POLICY_NAMES: &[&str] = &[
@@ -202,7 +202,7 @@ pub fn build(name: &str, cfg: &PolicyConfig) -> Result<Box<dyn Placement + Send>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::policy::WriteCtx;
+    use crate::placement::WriteCtx;
     use proptest::prelude::*;
 
     fn ctx() -> impl Strategy<Value = (WriteCtx, u8)> {

@@ -7,7 +7,7 @@
 use crate::error::ReplayError;
 use crate::ops::{Op, Replay, WriteClass};
 use ftl_sim::Ssd;
-use pcstream_placement::policy::{Placement, StreamId, WriteCtx};
+use pcstream_placement::placement::{Placement, StreamId, WriteCtx};
 
 /// What one replay run measured, beyond the device's own statistics.
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
