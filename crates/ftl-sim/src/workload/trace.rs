@@ -354,6 +354,22 @@ impl<R: BufRead> Iterator for BlockTraceReader<R> {
     }
 }
 
+/// The optional stream id that may end an MSR or fio line, then nothing
+/// more (`too_many` is the error otherwise).
+fn stream_then_end<'a>(
+    rest: &mut impl Iterator<Item = &'a str>,
+    too_many: &str,
+) -> Result<Option<u32>, String> {
+    let stream = match rest.next() {
+        Some(s) => Some(num(Some(s), "stream id")?),
+        None => None,
+    };
+    if rest.next().is_some() {
+        return Err(too_many.into());
+    }
+    Ok(stream)
+}
+
 fn parse_msr(line: &str, no: u64) -> Result<Option<Record>, String> {
     let line = line.trim();
     if line.is_empty() || (no == 1 && line.starts_with("Timestamp")) {
@@ -374,13 +390,7 @@ fn parse_msr(line: &str, no: u64) -> Result<Option<Record>, String> {
     let offset = num(f.next(), "offset")?;
     let len = num(f.next(), "size")?;
     let _resp: u64 = num(f.next(), "response time")?;
-    let stream = match f.next() {
-        Some(s) => Some(num(Some(s), "stream id")?),
-        None => None,
-    };
-    if f.next().is_some() {
-        return Err("more than 8 fields".into());
-    }
+    let stream = stream_then_end(&mut f, "more than 8 fields")?;
     Ok(Some(Record {
         kind,
         offset,
@@ -468,13 +478,7 @@ fn parse_fio(line: &str, no: u64, version: u8) -> Result<Option<Record>, String>
     };
     let offset = num(t.next(), "offset")?;
     let len = num(t.next(), "length")?;
-    let stream = match t.next() {
-        Some(s) => Some(num(Some(s), "stream id")?),
-        None => None,
-    };
-    if t.next().is_some() {
-        return Err("too many fields".into());
-    }
+    let stream = stream_then_end(&mut t, "too many fields")?;
     Ok(Some(Record {
         kind,
         offset,
