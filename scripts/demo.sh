@@ -46,8 +46,9 @@ dbargs=(--benchmarks=fillrandom,updaterandom "--num=$keys" --value_size=800
         --max_bytes_for_level_base=16777216 --compression_type=none --statistics=0
         --wal_bytes_per_sync=65536 --bytes_per_sync=262144)
 # db_bench's progress lines (stdout and stderr) go to a log in the demo's
-# directory, not to the terminal: `quiet LOG cmd…` runs cmd with both redirected.
-quiet=(bash -c 'log=$1; shift; exec "$@" >"$log" 2>&1' quiet)
+# directory, not to the terminal (scripts/quiet.sh; absolute: under
+# --device-trace the command runs in the scratch file system).
+quiet=("$PWD/scripts/quiet.sh" run)
 echo "== run 1: db_bench (${keys} keys, fillrandom + updaterandom) under the shim, the daemon learning (recorded into $out/rec)"
 if [ "$(id -u)" = 0 ]; then
   # A device the database nearly fills, so its own data ages the flash.
@@ -59,8 +60,7 @@ else
     "${quiet[@]}" "$out/db_bench.log" db_bench --db="$out/db" --wal_dir="$out/db" "${dbargs[@]}"
 fi
 echo "   db_bench's output is in $out/db_bench.log; its last lines:"
-# (its "... finished N ops" progress is \r-separated: drop it, keep the results)
-tr '\r' '\n' <"$out/db_bench.log" | grep -v -e '^\.\.\. finished' -e '^ *$' | tail -n 3 | cut -c1-120 | sed 's/^/   | /' || true
+scripts/quiet.sh tail "$out/db_bench.log" 3 || true
 echo
 echo "== what the daemon learnt: pcstreamctl status / streams / contexts"
 "$ctl" status

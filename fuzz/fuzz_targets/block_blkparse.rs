@@ -2,11 +2,11 @@
 //! error, never a panic, a line held past the line limit or a hang.
 #![no_main]
 
-use ftl_sim::workload::trace::{Format, TraceReader};
+use ftl_sim::workload::trace::{Format, BlockTraceReader};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    for rec in TraceReader::new("fuzz".into(), data, Format::Blkparse) {
+    for rec in BlockTraceReader::new("fuzz".into(), data, Format::Blkparse) {
         if rec.is_err() {
             break;
         }

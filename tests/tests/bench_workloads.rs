@@ -10,7 +10,7 @@
 //! Needs root (loop devices, mount, tracefs): as another user it fails
 //! naming that, never skips. Runs one recording at a time.
 
-use ftl_sim::replay::{Replay, ReplayOptions, Source};
+use pcstream_replay::{Replay, ReplayOptions, Source};
 use pcstream_tests::{require_device_trace, require_tool};
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -19,10 +19,11 @@ mod app_common;
 mod daemon_common;
 
 use daemon_common::{read_table, send_events, Daemon};
-use ftl_sim::replay::{self, DeviceSpec, Replay, ReplayOptions};
+use pcstream_placement::env as var;
 use pcstream_placement::pcstream::PcStream;
 use pcstream_placement::policies::PolicyConfig;
 use pcstream_placement::wire::{self, event::Kind};
+use pcstream_replay::{self as replay, DeviceSpec, Replay, ReplayOptions};
 use pcstream_tests::require_tool;
 use std::os::unix::net::UnixDatagram;
 use std::process::Command;
@@ -76,7 +77,7 @@ fn online_mapping_equals_offline_pcstream_on_db_bench() {
     // Offline: compare's pcstream policy, as `simulate` configures it.
     let streams = 5;
     let opts = ReplayOptions {
-        force_model: true,
+        force_fs_alloc: true,
         writeback_pages: Some(1),
         ..Default::default()
     };
@@ -335,8 +336,8 @@ fn a_stopped_daemon_never_blocks_a_writer() {
         .args(["60", "dd", "if=/dev/zero", "bs=512", "count=20000"])
         .arg(format!("of={}", file.display()))
         .env("LD_PRELOAD", pcstream_tests::shim())
-        .env("PCSTREAM_SOCKET", d.run_dir().join("events.sock"))
-        .env("PCSTREAM_FLUSH_MS", "0")
+        .env(var::SOCKET, d.run_dir().join("events.sock"))
+        .env(var::FLUSH_MS, "0")
         .output()
         .unwrap();
     // SAFETY: as above.
@@ -410,7 +411,7 @@ fn kill_9_mid_run_then_restart_reloads_the_last_save() {
         .args(["if=/dev/urandom", "bs=4096", "count=5000"])
         .arg(format!("of={}", file.display()))
         .env("LD_PRELOAD", pcstream_tests::shim())
-        .env("PCSTREAM_SOCKET", d.run_dir().join("events.sock"))
+        .env(var::SOCKET, d.run_dir().join("events.sock"))
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();

@@ -13,6 +13,7 @@
 mod daemon_common;
 
 use daemon_common::Daemon;
+use pcstream_placement::env as var;
 use pcstream_placement::hint::F_GET_RW_HINT;
 use pcstream_tests::require_tool;
 use std::os::fd::AsRawFd;
@@ -34,8 +35,8 @@ fn db_bench(d: &Daemon, db: &Path, benchmarks: &str, num: &str) {
             "--use_existing_db=0",
         ])
         .env("LD_PRELOAD", pcstream_tests::shim())
-        .env("PCSTREAM_RUNTIME_DIR", d.run_dir())
-        .env("PCSTREAM_FLUSH_MS", "20")
+        .env(var::RUNTIME_DIR, d.run_dir())
+        .env(var::FLUSH_MS, "20")
         .output()
         .unwrap();
     assert!(
@@ -149,8 +150,8 @@ fn under_shim(d: &Daemon, cmd: &[&str]) -> Command {
     let mut c = Command::new(cmd[0]);
     c.args(&cmd[1..])
         .env("LD_PRELOAD", pcstream_tests::shim())
-        .env("PCSTREAM_RUNTIME_DIR", d.run_dir())
-        .env("PCSTREAM_FLUSH_MS", "20");
+        .env(var::RUNTIME_DIR, d.run_dir())
+        .env(var::FLUSH_MS, "20");
     c
 }
 

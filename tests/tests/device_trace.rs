@@ -16,9 +16,9 @@
 
 mod app_common;
 
-use ftl_sim::replay::{self, Op, Replay, ReplayOptions, Source, WriteClass};
 use ftl_sim::{Config, Geometry, Ssd};
-use pcstream_placement::policy::Baseline;
+use pcstream_placement::placement::Baseline;
+use pcstream_replay::{self as replay, Op, Replay, ReplayOptions, Source, WriteClass};
 use pcstream_tests::{require_device_trace, require_tool};
 use std::collections::{BTreeSet, HashSet};
 use std::process::Command;

@@ -6,6 +6,7 @@
 
 mod shim_common;
 
+use pcstream_placement::env as var;
 use pcstream_placement::wire::ProcessEventKind;
 use shim_common::*;
 
@@ -22,7 +23,7 @@ fn hundred_contended_runs_drop_nothing() {
         let work = tempfile::tempdir().unwrap();
         let rec = tempfile::tempdir().unwrap();
         let out = Run::record(rec.path())
-            .env("PCSTREAM_FLUSH_MS", "1")
+            .env(var::FLUSH_MS, "1")
             .stdout(&bin, &[work.path().to_str().unwrap(), &N.to_string()]);
         assert_eq!(out, "ok\n");
         let traces = traces(rec.path());

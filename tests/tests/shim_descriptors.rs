@@ -8,6 +8,7 @@
 
 mod shim_common;
 
+use pcstream_placement::env as var;
 use shim_common::*;
 use std::collections::BTreeMap;
 use std::os::unix::net::UnixDatagram;
@@ -115,7 +116,7 @@ fn unknown_descriptor_numbers_answer_as_natively() {
     let rx = UnixDatagram::bind(&sock).unwrap();
     rx.set_nonblocking(true).unwrap();
     let rec2 = tempfile::tempdir().unwrap();
-    let out = probe(&Run::record(rec2.path()).env("PCSTREAM_SOCKET", sock.to_str().unwrap()));
+    let out = probe(&Run::record(rec2.path()).env(var::SOCKET, sock.to_str().unwrap()));
     assert_eq!(out, plain, "record mode + daemon socket");
     let mut buf = vec![0u8; 1 << 17];
     let mut n = 0;

@@ -9,6 +9,7 @@
 
 mod shim_common;
 
+use pcstream_placement::env as var;
 use pcstream_placement::wire::{event::Kind, InvalidateKind, ProcessEventKind};
 use shim_common::*;
 
@@ -142,7 +143,7 @@ fn events_go_to_the_daemon_socket_as_datagrams() {
         .unwrap();
     let out = dir.path().join("out");
     Run::shim()
-        .env("PCSTREAM_SOCKET", sock_path.to_str().unwrap())
+        .env(var::SOCKET, sock_path.to_str().unwrap())
         .stdout(&bin, &[out.to_str().unwrap()]);
     let mut batches = Vec::new();
     sock.set_nonblocking(true).unwrap();
@@ -181,7 +182,7 @@ fn a_dead_daemon_socket_drops_and_counts_without_blocking() {
     let rec = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
     Run::record(rec.path())
-        .env("PCSTREAM_SOCKET", sock_path.to_str().unwrap())
+        .env(var::SOCKET, sock_path.to_str().unwrap())
         .stdout(&bin, &[out.to_str().unwrap()]);
     let t = only_trace(rec.path());
     assert_eq!(
@@ -244,7 +245,7 @@ fn alternate_signal_stacks_small_stacks_and_many_threads() {
         let b = tempfile::tempdir().unwrap();
         let rec = tempfile::tempdir().unwrap();
         let out = Run::record(rec.path())
-            .env("PCSTREAM_UNWIND", unwind)
+            .env(var::UNWIND, unwind)
             .stdout(&bin, &[b.path().to_str().unwrap()]);
         assert_eq!(out, plain, "{unwind}");
         let t = only_trace(rec.path());

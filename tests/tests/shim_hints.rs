@@ -7,6 +7,7 @@
 
 mod shim_common;
 
+use pcstream_placement::env as var;
 use pcstream_placement::hint::RwHint;
 use pcstream_placement::wire::{self, event::Kind};
 use shim_common::*;
@@ -65,7 +66,7 @@ fn static_mapping_sets_the_mapped_hints() {
     let files = four_files(work.path());
     let rec = tempfile::tempdir().unwrap();
     let out = Run::record(rec.path())
-        .env("PCSTREAM_MAP", map.to_str().unwrap())
+        .env(var::MAP, map.to_str().unwrap())
         .stdout(&bin, &args(&files));
     let want: Vec<u64> = (1..=4).map(|s| RwHint::for_stream(s).raw()).collect();
     assert_eq!(hints(&out), want);
@@ -81,7 +82,7 @@ fn static_mapping_sets_the_mapped_hints() {
     let work = tempfile::tempdir().unwrap();
     let files = four_files(work.path());
     let out = Run::shim()
-        .env("PCSTREAM_MAP", map.to_str().unwrap())
+        .env(var::MAP, map.to_str().unwrap())
         .stdout(&bin, &args(&files));
     assert_eq!(hints(&out), want);
 }
@@ -95,7 +96,7 @@ fn bad_mapping_is_named_and_ignored() {
     let work = tempfile::tempdir().unwrap();
     let files = four_files(work.path());
     let o = Run::shim()
-        .env("PCSTREAM_MAP", map.to_str().unwrap())
+        .env(var::MAP, map.to_str().unwrap())
         .output(&bin, &args(&files));
     assert!(o.status.success());
     let err = String::from_utf8_lossy(&o.stderr);
@@ -147,7 +148,7 @@ fn malformed_application_hints_are_recorded_and_repaired() {
     );
 
     let rec = tempfile::tempdir().unwrap();
-    let out = run(Run::record(rec.path()).env("PCSTREAM_FIX_APP_HINTS", "0"));
+    let out = run(Run::record(rec.path()).env(var::FIX_APP_HINTS, "0"));
     assert_eq!(out, plain, "repair off: exactly what the kernel did");
     let h = app_hint_events(&only_trace(rec.path()));
     assert_eq!(
@@ -184,7 +185,7 @@ fn the_hint_is_set_once_per_file_not_per_write() {
     ];
     a.extend(args(&files));
     let out = Run::shim()
-        .env("PCSTREAM_MAP", map.to_str().unwrap())
+        .env(var::MAP, map.to_str().unwrap())
         .stdout(&strace, &a);
     let want: Vec<u64> = (1..=4).map(|s| RwHint::for_stream(s).raw()).collect();
     assert_eq!(hints(&out), want);

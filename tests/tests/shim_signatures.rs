@@ -7,6 +7,7 @@
 
 mod shim_common;
 
+use pcstream_placement::env as var;
 use pcstream_placement::signature::signature_of;
 use pcstream_placement::wire;
 use shim_common::*;
@@ -21,7 +22,7 @@ fn run_paths(bin: &Path, unwind: &str) -> (Vec<u64>, ProcessTrace) {
     let rec = tempfile::tempdir().unwrap();
     let out = work.path().join("out");
     Run::record(rec.path())
-        .env("PCSTREAM_UNWIND", unwind)
+        .env(var::UNWIND, unwind)
         .stdout(bin, &[out.to_str().unwrap()]);
     let t = only_trace(rec.path());
     let writes = writes_to(&t, &out);
@@ -181,7 +182,7 @@ fn frame_count_is_configurable() {
     let rec = tempfile::tempdir().unwrap();
     let out = work.path().join("out");
     Run::record(rec.path())
-        .env("PCSTREAM_FRAMES", "2")
+        .env(var::FRAMES, "2")
         .stdout(&bin, &[out.to_str().unwrap()]);
     let t = only_trace(rec.path());
     let sigs: std::collections::BTreeSet<u64> =
@@ -202,8 +203,8 @@ fn exact_dwarf_unwinding_agrees_with_the_frame_pointer_walk() {
         let rec = tempfile::tempdir().unwrap();
         let out = work.path().join("out");
         Run::record(rec.path())
-            .env("PCSTREAM_UNWIND", unwind)
-            .env("PCSTREAM_FRAMES", "3")
+            .env(var::UNWIND, unwind)
+            .env(var::FRAMES, "3")
             .stdout(bin, &[out.to_str().unwrap()]);
         let t = only_trace(rec.path());
         let sigs: Vec<u64> = writes_to(&t, &out)[..4]

@@ -6,6 +6,7 @@
 
 mod shim_common;
 
+use pcstream_placement::env as var;
 use pcstream_placement::wire::{self, event::Kind, ProcessEventKind};
 use shim_common::*;
 use std::path::Path;
@@ -29,7 +30,7 @@ fn every_interposed_call_returns_what_libc_returns() {
     assert!(plain.contains("write EFAULT                             rc=-1 errno=14"));
     assert_eq!(calls(&Run::shim()), plain, "pass-through (no sink)");
     assert_eq!(
-        calls(&Run::shim().env("PCSTREAM_DISABLE", "1")),
+        calls(&Run::shim().env(var::DISABLE, "1")),
         plain,
         "disabled"
     );
@@ -42,9 +43,9 @@ fn every_interposed_call_returns_what_libc_returns() {
     std::fs::write(&map, "0123456789abcdef 2\n").unwrap();
     let out = calls(
         &Run::record(rec2.path())
-            .env("PCSTREAM_UNWIND", "scan")
-            .env("PCSTREAM_FRAMES", "8")
-            .env("PCSTREAM_MAP", map.to_str().unwrap()),
+            .env(var::UNWIND, "scan")
+            .env(var::FRAMES, "8")
+            .env(var::MAP, map.to_str().unwrap()),
     );
     assert_eq!(out, plain, "record mode, stack scan, mapping");
 }

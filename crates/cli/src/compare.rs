@@ -5,7 +5,7 @@
 //! — as text, as JSON (`--json`) or as SVG charts (`--svg DIR`, see
 //! [`charts`]). Split by job: [`report`] (the data), [`text`], [`charts`].
 //!
-//! The work is in `ftl_sim::replay`: building the replay (ground truth or the
+//! The work is in `pcstream_replay`: building the replay (ground truth or the
 //! allocation model), sizing and ageing the device, and the parallel runs.
 //! This module chooses the runs, collects the results and renders them.
 
@@ -14,11 +14,12 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{bail, Context};
-use ftl_sim::replay::{
-    self, simulate_all, DeviceSpec, Job, Replay, ReplayOptions, RunMode, RunResult,
-};
-use ftl_sim::signatures::pcstream_signatures;
+use ftl_sim::paper;
 use pcstream_placement::policies::{PolicyConfig, POLICY_NAMES};
+use pcstream_replay::signatures::pcstream_signatures;
+use pcstream_replay::{
+    self as replay, simulate_all, DeviceSpec, Job, Replay, ReplayOptions, RunMode, RunResult,
+};
 
 /// Whether the simulated device has internal (GC) streams.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -65,7 +66,7 @@ pub struct CompareArgs {
     #[arg(long, value_delimiter = ',', default_values_t = POLICY_NAMES.iter().map(|s| s.to_string()))]
     pub policies: Vec<String>,
     /// Stream ids of the device, default stream included (PM963: 9).
-    #[arg(long, default_value_t = 9)]
+    #[arg(long, default_value_t = paper::STREAMS)]
     pub streams: u32,
     /// Internal (GC) streams of the device.
     #[arg(long, value_enum, default_value = "off")]
@@ -76,23 +77,24 @@ pub struct CompareArgs {
     #[arg(long)]
     pub shared_gc_block: bool,
     /// Fraction of the logical space pre-filled with cold data (the paper: 0.9).
-    #[arg(long, default_value_t = 0.9)]
+    #[arg(long, default_value_t = paper::PREFILL)]
     pub prefill: f64,
     /// Over-provisioning, (physical − logical) / logical.
-    #[arg(long, default_value_t = 0.07)]
+    #[arg(long, default_value_t = paper::OP)]
     pub op: f64,
     /// Whether the device hears TRIMs (discards, and the model's frees): `off`
     /// replays as a file system mounted without `discard` would.
     #[arg(long, value_enum, default_value = "on")]
     pub trim: Switch,
-    /// Use the file-system allocation model even when the trace has device records.
-    #[arg(long)]
-    pub model: bool,
+    /// Use the file-system allocator even when the trace has device records
+    /// (`--model` is the old spelling).
+    #[arg(long, alias = "model")]
+    pub fs_alloc: bool,
     /// Size of the allocation model's file system in MiB (default: 5/4 of the peak live data).
     #[arg(long, value_name = "MIB")]
     pub fs_mib: Option<u64>,
     /// Allocation model: dirty pages cached before write-back (1 = write through).
-    #[arg(long, value_name = "PAGES", default_value_t = ftl_sim::replay::DEFAULT_WRITEBACK_PAGES)]
+    #[arg(long, value_name = "PAGES", default_value_t = pcstream_replay::DEFAULT_WRITEBACK_PAGES)]
     pub writeback_pages: u64,
     /// Policy parameters as JSON (`PolicyConfig`, every field optional; `streams` is set by --streams).
     #[arg(long, value_name = "FILE")]
@@ -138,8 +140,8 @@ pub struct Options {
     pub prefill: f64,
     /// Over-provisioning.
     pub op: f64,
-    /// Force the allocation model.
-    pub model: bool,
+    /// Force the file-system allocator.
+    pub fs_alloc: bool,
     /// Pass TRIMs to the device.
     pub trim: bool,
     /// Model file-system size, pages.
@@ -162,15 +164,15 @@ impl Default for Options {
     fn default() -> Self {
         Options {
             policies: POLICY_NAMES.iter().map(|s| s.to_string()).collect(),
-            streams: 9,
+            streams: paper::STREAMS,
             internal: InternalMode::Off,
             shared_gc_block: false,
-            prefill: 0.9,
-            op: 0.07,
-            model: false,
+            prefill: paper::PREFILL,
+            op: paper::OP,
+            fs_alloc: false,
             trim: true,
             fs_pages: None,
-            writeback_pages: ftl_sim::replay::DEFAULT_WRITEBACK_PAGES,
+            writeback_pages: pcstream_replay::DEFAULT_WRITEBACK_PAGES,
             policy_config: PolicyConfig::default(),
             threads: 2,
             warmup_passes: 0,
@@ -198,9 +200,9 @@ pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
         shared_gc_block: args.shared_gc_block,
         prefill: args.prefill,
         op: args.op,
-        model: args.model,
+        fs_alloc: args.fs_alloc,
         trim: args.trim == Switch::On,
-        fs_pages: args.fs_mib.map(|m| m * (1 << 20) / ftl_sim::replay::PAGE),
+        fs_pages: args.fs_mib.map(|m| m * (1 << 20) / pcstream_replay::PAGE),
         writeback_pages: args.writeback_pages,
         policy_config,
         threads: args.threads,
@@ -267,7 +269,7 @@ pub fn compare(traces: &[PathBuf], opts: &Options) -> anyhow::Result<Report> {
     check(opts)?;
     let ropts = ReplayOptions {
         logical_pages: opts.fs_pages,
-        force_model: opts.model,
+        force_fs_alloc: opts.fs_alloc,
         writeback_pages: Some(opts.writeback_pages),
     };
     let replays: Vec<Replay> = traces
@@ -275,7 +277,7 @@ pub fn compare(traces: &[PathBuf], opts: &Options) -> anyhow::Result<Report> {
         .map(|p| {
             // Its errors name the trace file (and byte offset) themselves.
             Ok(Replay::from_trace(
-                &crate::record::resolve_trace(p),
+                &pcstream_placement::trace::resolve_trace(p),
                 &ropts,
             )?)
         })
@@ -288,11 +290,11 @@ pub fn compare(traces: &[PathBuf], opts: &Options) -> anyhow::Result<Report> {
                 bail!("{}: the trace has no writes to replay", p.display());
             }
             let r = replay::fit_for_ageing(r, opts.prefill)
-                .map_err(|e| anyhow::anyhow!("{}: {e}", p.display()))?;
+                .with_context(|| p.display().to_string())?;
             let mut r = if opts.trim {
                 r
             } else {
-                replay::without_trims(&r).map_err(|e| anyhow::anyhow!("{}: {e}", p.display()))?
+                replay::without_trims(&r).with_context(|| p.display().to_string())?
             };
             if opts.clear_at_marks && r.marks.is_empty() {
                 eprintln!(

@@ -12,7 +12,6 @@ mod device;
 mod devtrace;
 mod extents;
 mod launch;
-mod merge;
 mod record;
 mod run;
 mod shim_path;

@@ -1,31 +1,20 @@
 //! `pcstreamctl record -o DIR -- CMD`: runs a command tree under the shim in
 //! record mode (each process appends to `DIR/procs/<pid>-<start>.pcstrace`),
 //! then merges the per-process files into `DIR/trace.pcstrace`, ordered by
-//! time (see [`crate::merge`]), and prints a summary.
+//! time (`pcstream_placement::merge`), and prints a summary.
 
 use crate::devtrace::{self, DeviceTraceOptions, DeviceTracer};
+use crate::launch;
 use crate::run::ShimOptions;
-use crate::{launch, merge};
 use anyhow::Context;
 use pcstream_placement::env as var;
-use pcstream_placement::trace::TraceWriter;
+use pcstream_placement::merge;
+use pcstream_placement::trace::{TraceWriter, TRACE_FILE};
 use pcstream_placement::wire;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-/// Name of the merged trace inside the output directory.
-pub const TRACE_FILE: &str = "trace.pcstrace";
-
-/// Resolves a TRACE argument: a trace file, or a `record` directory (its
-/// [`TRACE_FILE`]). Every command that reads a trace goes through this.
-pub fn resolve_trace(p: &std::path::Path) -> std::path::PathBuf {
-    if p.is_dir() {
-        p.join(TRACE_FILE)
-    } else {
-        p.to_path_buf()
-    }
-}
 /// Directory of the per-process files inside the output directory.
 pub const PARTS_DIR: &str = "procs";
 /// Sub-directory of the output holding the scratch device during `--device-trace`.

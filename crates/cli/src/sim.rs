@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
 use ftl_sim::workload::synthetic::{Generator, Pattern};
-use ftl_sim::workload::trace::{BlkparseOptions, Format, Kind, TraceReader};
-use ftl_sim::{model, Config, GcPolicy, Geometry, Ssd, Stats, Timing};
+use ftl_sim::workload::trace::{BlkparseOptions, BlockTraceReader, Format, Kind};
+use ftl_sim::{model, paper, Config, GcPolicy, Geometry, Ssd, Stats, Timing};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use pcstream_placement::FromTrace;
 use serde::Serialize;
@@ -24,26 +24,26 @@ pcstreamctl sim --streams 1 --synthetic hotcold:0.2/0.8:seq --prefill 1 --warmup
 pcstreamctl sim --trace wdev_0.csv --format msr --wrap --internal-streams --timing --json")]
 pub struct SimArgs {
     /// Channels.
-    #[arg(long, default_value_t = 4, help_heading = "Geometry")]
+    #[arg(long, default_value_t = paper::CHANNELS, help_heading = "Geometry")]
     pub channels: u32,
     /// Dies (ways) per channel.
-    #[arg(long, default_value_t = 4, help_heading = "Geometry")]
+    #[arg(long, default_value_t = paper::WAYS, help_heading = "Geometry")]
     pub ways: u32,
     /// Erase blocks per die.
-    #[arg(long, default_value_t = 512, help_heading = "Geometry")]
+    #[arg(long, default_value_t = paper::BLOCKS_PER_UNIT, help_heading = "Geometry")]
     pub blocks_per_unit: u32,
     /// Pages per erase block.
-    #[arg(long, default_value_t = 384, help_heading = "Geometry")]
+    #[arg(long, default_value_t = paper::PAGES_PER_BLOCK, help_heading = "Geometry")]
     pub pages_per_block: u32,
     /// Page size in bytes.
-    #[arg(long, default_value_t = 4096, help_heading = "Geometry")]
+    #[arg(long, default_value_t = paper::PAGE_SIZE, help_heading = "Geometry")]
     pub page_size: u32,
 
     /// Over-provisioning, (physical − logical) / logical.
-    #[arg(long, default_value_t = 0.07, help_heading = "Device")]
+    #[arg(long, default_value_t = paper::OP, help_heading = "Device")]
     pub op: f64,
     /// External streams including the default stream 0 (ids 0..N).
-    #[arg(long, default_value_t = 9, value_name = "N", help_heading = "Device")]
+    #[arg(long, default_value_t = paper::STREAMS, value_name = "N", help_heading = "Device")]
     pub streams: u32,
     /// Give each external stream an internal stream for its GC copies.
     #[arg(long, help_heading = "Device")]
@@ -58,7 +58,7 @@ pub struct SimArgs {
     /// GC runs while fewer than this many blocks are free.
     #[arg(
         long,
-        default_value_t = 2,
+        default_value_t = paper::GC_FREE_BLOCKS,
         value_name = "BLOCKS",
         help_heading = "Device"
     )]
@@ -67,16 +67,16 @@ pub struct SimArgs {
     #[arg(long, help_heading = "Device")]
     pub timing: bool,
     /// Page read latency, µs (timing model).
-    #[arg(long, default_value_t = 75.0, help_heading = "Device")]
+    #[arg(long, default_value_t = paper::READ_US, help_heading = "Device")]
     pub read_us: f64,
     /// Page program latency, µs (timing model).
-    #[arg(long, default_value_t = 750.0, help_heading = "Device")]
+    #[arg(long, default_value_t = paper::PROGRAM_US, help_heading = "Device")]
     pub program_us: f64,
     /// Block erase latency, µs (timing model).
-    #[arg(long, default_value_t = 3800.0, help_heading = "Device")]
+    #[arg(long, default_value_t = paper::ERASE_US, help_heading = "Device")]
     pub erase_us: f64,
     /// Bandwidth of one channel, MB/s (timing model).
-    #[arg(long, default_value_t = 333.0, help_heading = "Device")]
+    #[arg(long, default_value_t = paper::CHANNEL_MB_S, help_heading = "Device")]
     pub channel_mb_s: f64,
 
     /// Fill this fraction of the logical space sequentially first, then
@@ -385,7 +385,7 @@ fn simulate(args: &SimArgs) -> anyhow::Result<(Config, RunInfo, Stats)> {
         let size = std::fs::metadata(path)
             .with_context(|| format!("{}", path.display()))?
             .len();
-        let mut reader = TraceReader::open(path, format)?.with_blkparse(BlkparseOptions {
+        let mut reader = BlockTraceReader::open(path, format)?.with_blkparse(BlkparseOptions {
             action: args.blkparse_action,
         });
         let streams = FromTrace::new(cfg.streams);

@@ -545,7 +545,7 @@ pub fn render(r: &Report) -> String {
 
 /// Runs the subcommand.
 pub fn run(args: TraceStatsArgs) -> anyhow::Result<ExitCode> {
-    let path = crate::record::resolve_trace(&args.trace);
+    let path = pcstream_placement::trace::resolve_trace(&args.trace);
     // Trace errors name the file and byte offset themselves.
     let st = Stats::read(&path)?;
     let r = report(&path, st, args.top, args.frames, !args.no_symbols);

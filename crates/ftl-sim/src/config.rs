@@ -4,6 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 pub use crate::geometry::Geometry;
+use crate::paper;
 use crate::timing::Timing;
 
 /// How GC chooses its victim block.
@@ -55,12 +56,12 @@ impl Default for Config {
     fn default() -> Self {
         Config {
             geometry: Geometry::default(),
-            op: 0.07,
-            streams: 9,
+            op: paper::OP,
+            streams: paper::STREAMS,
             internal_streams: false,
             shared_gc_block: false,
             gc: GcPolicy::Greedy,
-            gc_free_blocks: 2,
+            gc_free_blocks: paper::GC_FREE_BLOCKS,
             timing: None,
         }
     }

@@ -1,6 +1,7 @@
 //! The flash array's physical layout ([`Geometry`]) on its own: the device
 //! configuration and the timing model both use it, neither through the other.
 
+use crate::paper;
 use serde::{Deserialize, Serialize};
 
 /// Physical layout of the flash array.
@@ -24,11 +25,11 @@ impl Default for Geometry {
     /// unit, 384 pages per block, 4 KiB pages (12 GiB raw).
     fn default() -> Self {
         Geometry {
-            channels: 4,
-            ways: 4,
-            blocks_per_unit: 512,
-            pages_per_block: 384,
-            page_size: 4096,
+            channels: paper::CHANNELS,
+            ways: paper::WAYS,
+            blocks_per_unit: paper::BLOCKS_PER_UNIT,
+            pages_per_block: paper::PAGES_PER_BLOCK,
+            page_size: paper::PAGE_SIZE,
         }
     }
 }

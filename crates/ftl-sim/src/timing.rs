@@ -14,6 +14,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::geometry::Geometry;
+use crate::paper;
 
 /// Flash latencies and bus bandwidth. Defaults are typical MLC NAND figures
 /// (those of the MQSim simulator's default device).
@@ -33,10 +34,10 @@ pub struct Timing {
 impl Default for Timing {
     fn default() -> Self {
         Timing {
-            read_us: 75.0,
-            program_us: 750.0,
-            erase_us: 3800.0,
-            channel_mb_s: 333.0,
+            read_us: paper::READ_US,
+            program_us: paper::PROGRAM_US,
+            erase_us: paper::ERASE_US,
+            channel_mb_s: paper::CHANNEL_MB_S,
         }
     }
 }

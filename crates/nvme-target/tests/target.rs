@@ -415,9 +415,9 @@ fn separating_temperatures_lowers_the_fdp_waf() {
 
 /// Replays a fio iolog written by the target into a fresh model.
 fn replay(trace: &Path, cfg: &DeviceConfig) -> f64 {
-    use ftl_sim::workload::trace::{Format, Kind, TraceReader};
+    use ftl_sim::workload::trace::{BlockTraceReader, Format, Kind};
     let mut ssd = ftl_sim::Ssd::new(cfg.sim_config().unwrap()).unwrap();
-    let mut r = TraceReader::open(trace, Format::Fio).unwrap();
+    let mut r = BlockTraceReader::open(trace, Format::Fio).unwrap();
     while let Some(rec) = r.next_record() {
         let rec = rec.unwrap();
         let (first, n) = rec.pages(4096);

@@ -12,8 +12,8 @@
 //! trims a page. Writes carry file, offset, signature, hint and an estimated
 //! death, so every policy does its full work.
 
+use pcstream_placement::placement::WriteCtx;
 use pcstream_placement::policies::{build, PolicyConfig, POLICY_NAMES};
-use pcstream_placement::policy::WriteCtx;
 use pcstream_placement::signature::mix64;
 use std::time::Instant;
 

@@ -10,7 +10,7 @@
 //! everything in stream 0.
 
 use crate::hint::{RwHint, HINT_STREAMS};
-use crate::policy::{Placement, StreamId, WriteCtx};
+use crate::placement::{Placement, StreamId, WriteCtx};
 
 /// The `app-hints` policy.
 #[derive(Debug, Clone, Copy)]

@@ -29,7 +29,7 @@
 //! classifies every write), and only the LBA (`WriteCtx::lpn`); TRIMs are
 //! ignored, as in the original.
 
-use crate::policy::{Placement, StreamId, WriteCtx};
+use crate::placement::{Placement, StreamId, WriteCtx};
 use std::collections::{BTreeSet, HashMap};
 
 /// Tunables shared by both AutoStream variants.

@@ -26,6 +26,9 @@ pub const DEBUG: &str = "PCSTREAM_DEBUG";
 pub const SHIM: &str = "PCSTREAM_SHIM";
 /// Working directory of a `record --device-trace` command (the scratch file system).
 pub const DEVICE_DIR: &str = "PCSTREAM_DEVICE_DIR";
+/// Directory of the daemon's runtime files (its sockets and mapping tables)
+/// that the shim looks in for push-back mappings.
+pub const RUNTIME_DIR: &str = "PCSTREAM_RUNTIME_DIR";
 
 /// Every variable the shim reads, for tests and documentation.
 pub const SHIM_VARS: &[&str] = &[

@@ -2,13 +2,13 @@
 //! write goes to*, shared by the daemon (online), the simulator (offline) and,
 //! for its plain types only, the shim.
 //!
-//! Start reading at [`policy::Placement`], the trait every placement policy
+//! Start reading at [`placement::Placement`], the trait every placement policy
 //! implements. The wire formats (shim events, trace records, gRPC messages)
 //! live in [`wire`], generated from `proto/pcstream.proto`; trace files are
 //! read and written by [`trace`]. PC signatures are defined in [`signature`],
 //! kernel write-lifetime hints in [`hint`].
 //!
-//! The policies: [`policy::Baseline`], [`autostream`] (SFR and MQ),
+//! The policies: [`placement::Baseline`], [`autostream`] (SFR and MQ),
 //! [`app_hints`], and — with the default `learn` feature, which brings linfa
 //! and ndarray — `pcstream` (built from [`lifetime`] and `mapper`) and
 //! `oracle`; `policies::build` makes any of them by name. The shim depends on
@@ -27,15 +27,16 @@ pub mod hint;
 pub mod lifetime;
 #[cfg(feature = "learn")]
 pub mod mapper;
+pub mod merge;
 #[cfg(feature = "learn")]
 pub mod online;
 #[cfg(feature = "learn")]
 pub mod oracle;
 #[cfg(feature = "learn")]
 pub mod pcstream;
+pub mod placement;
 #[cfg(feature = "learn")]
 pub mod policies;
-pub mod policy;
 #[cfg(all(test, feature = "learn"))]
 mod scenarios;
 pub mod signature;
@@ -54,5 +55,5 @@ pub mod wire {
     include!(concat!(env!("OUT_DIR"), "/pcstream.v1.rs"));
 }
 
-pub use policy::{Baseline, FromTrace, Placement, StreamId, WriteCtx};
+pub use placement::{Baseline, FromTrace, Placement, StreamId, WriteCtx};
 pub use signature::Signature;

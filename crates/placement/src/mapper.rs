@@ -37,7 +37,7 @@
 //! clusters no k-means is needed: each distinct value is its own cluster.
 
 use crate::lifetime::LifetimeManager;
-use crate::policy::StreamId;
+use crate::placement::StreamId;
 use linfa::prelude::*;
 use linfa_clustering::{KMeans, KMeansInit};
 use ndarray::Array2;

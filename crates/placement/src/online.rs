@@ -1,7 +1,7 @@
 //! The online engine: shim events in, [`PcStream`] policies learning, a
 //! signature → stream mapping out. This is what `pcstreamd` runs; the
 //! learning itself is the `pcstream` policy's code, unchanged (one
-//! [`PcStream`] per learner), fed exactly as `ftl_sim::replay` feeds it for a
+//! [`PcStream`] per learner), fed exactly as `pcstream_replay` feeds it for a
 //! file-level trace replayed write-through (`writeback_pages = 1`): every
 //! page of a write is placed in file-page order at the logical clock (4 KiB
 //! pages written by all clients), then the clock advances by one; an
@@ -22,7 +22,7 @@
 use crate::hint::RwHint;
 use crate::lifetime::SigStats;
 use crate::pcstream::{PcStream, PcStreamConfig};
-use crate::policy::{Placement, StreamId, WriteCtx};
+use crate::placement::{Placement, StreamId, WriteCtx};
 use crate::wire::{self, event::Kind};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 

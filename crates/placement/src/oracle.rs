@@ -14,7 +14,7 @@
 //! to guess.
 
 use crate::mapper::{cluster_1d_exact, spacing};
-use crate::policy::{Placement, StreamId, WriteCtx};
+use crate::placement::{Placement, StreamId, WriteCtx};
 
 /// Bins per log2 unit.
 const STEPS: f64 = 4.0;

@@ -17,7 +17,7 @@
 
 use crate::lifetime::{LifetimeConfig, LifetimeManager, SigStats, LBA_SPACE};
 use crate::mapper::{Mapper, MapperConfig};
-use crate::policy::{Placement, StreamId, WriteCtx};
+use crate::placement::{Placement, StreamId, WriteCtx};
 
 /// Tunables of the `pcstream` policy.
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]

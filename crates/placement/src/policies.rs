@@ -3,7 +3,7 @@
 //!
 //! | name | module | uses |
 //! | --- | --- | --- |
-//! | `baseline` | [`crate::policy::Baseline`] | nothing: one stream |
+//! | `baseline` | [`crate::placement::Baseline`] | nothing: one stream |
 //! | `autostream-sfr` | [`crate::autostream`] | LBA write counts with decay |
 //! | `autostream-mq` | [`crate::autostream`] | LBA multi-queue with expiry |
 //! | `app-hints` | [`crate::app_hints`] | the application's `F_SET_RW_HINT`s |
@@ -17,7 +17,7 @@ use crate::app_hints::AppHints;
 use crate::autostream::{AutoStreamConfig, AutoStreamMq, AutoStreamSfr};
 use crate::oracle::{Oracle, OracleConfig};
 use crate::pcstream::{PcStream, PcStreamConfig};
-use crate::policy::{Baseline, Placement};
+use crate::placement::{Baseline, Placement};
 
 /// Names accepted by [`build`], in report order.
 pub const POLICY_NAMES: &[&str] = &[
@@ -58,7 +58,7 @@ impl Default for PolicyConfig {
 /// (e.g. `pcstream.lifetime.chunk_pages`).
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("placement config: {key} = {value}: {expected}")]
-pub struct ConfigError {
+pub struct PolicyConfigError {
     /// Dotted path of the offending key.
     pub key: &'static str,
     /// The value found.
@@ -70,17 +70,17 @@ pub struct ConfigError {
 impl PolicyConfig {
     /// Checks every value's range (the constructors clamp silently; a config
     /// file should be rejected with the key named instead).
-    pub fn validate(&self) -> Result<(), ConfigError> {
+    pub fn validate(&self) -> Result<(), PolicyConfigError> {
         fn check<T: std::fmt::Display>(
             key: &'static str,
             value: T,
             ok: bool,
             expected: &'static str,
-        ) -> Result<(), ConfigError> {
+        ) -> Result<(), PolicyConfigError> {
             if ok {
                 Ok(())
             } else {
-                Err(ConfigError {
+                Err(PolicyConfigError {
                     key,
                     value: value.to_string(),
                     expected,
@@ -202,7 +202,7 @@ pub fn build(name: &str, cfg: &PolicyConfig) -> Result<Box<dyn Placement + Send>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::policy::WriteCtx;
+    use crate::placement::WriteCtx;
     use proptest::prelude::*;
 
     fn ctx() -> impl Strategy<Value = (WriteCtx, u8)> {

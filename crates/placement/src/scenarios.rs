@@ -18,8 +18,8 @@
 //! survivors never mix with another's). The model is deliberately small; the
 //! real simulator is `ftl-sim`.
 
+use crate::placement::{Placement, WriteCtx};
 use crate::policies::{build, PolicyConfig, POLICY_NAMES};
-use crate::policy::{Placement, WriteCtx};
 use crate::signature::mix64;
 use std::collections::{BTreeMap, VecDeque};
 

@@ -3,8 +3,10 @@
 //! Layout: the 8-byte magic [`MAGIC`] followed by [`wire::TraceRecord`]s, each
 //! prefixed by its length as a protobuf varint. The shim appends encoded
 //! `TraceRecord { batch }` frames to a per-process file; `pcstreamctl record`
-//! merges those into one trace ordered by time. Readers report the file and
-//! byte offset of anything malformed and never panic on bad input.
+//! merges those into one trace ordered by time ([`crate::merge`]). This is
+//! the one reader of that framing: readers report the file and byte offset
+//! of anything malformed and never panic on bad input, and no length prefix
+//! allocates more than [`MAX_RECORD`].
 
 use crate::wire;
 use prost::Message;
@@ -17,6 +19,30 @@ pub const MAGIC: &[u8; 8] = b"PCSTRC01";
 
 /// Largest record a reader accepts (a corrupt length must not allocate gigabytes).
 pub const MAX_RECORD: u64 = 64 << 20;
+
+/// The merged trace's name inside a `pcstreamctl record` output directory.
+pub const TRACE_FILE: &str = "trace.pcstrace";
+
+/// Resolves a TRACE argument: a trace file, or a `record` output directory
+/// (its [`TRACE_FILE`]). Every command that reads a trace goes through this.
+pub fn resolve_trace(p: &Path) -> PathBuf {
+    if p.is_dir() {
+        p.join(TRACE_FILE)
+    } else {
+        p.to_path_buf()
+    }
+}
+
+/// Where a record lies in its file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RecordSpan {
+    /// Byte offset of the record's length prefix.
+    pub offset: u64,
+    /// Byte offset of the encoded record after the prefix.
+    pub body_offset: u64,
+    /// Length of the encoded record.
+    pub body_len: u32,
+}
 
 /// What went wrong reading or writing a trace file.
 #[derive(Debug, thiserror::Error)]
@@ -57,6 +83,8 @@ pub struct TraceReader<R> {
     /// Whether a truncated final record (a writer killed mid-append) is
     /// tolerated as end of file rather than reported.
     tolerate_torn_tail: bool,
+    /// Whether the file ended inside a record (only with `tolerate_torn_tail`).
+    torn: bool,
 }
 
 impl TraceReader<BufReader<File>> {
@@ -68,6 +96,27 @@ impl TraceReader<BufReader<File>> {
             source,
         })?;
         TraceReader::new(path, BufReader::with_capacity(1 << 20, f))
+    }
+
+    /// Opens a per-process file of the shim for merging: `Ok(None)` when it
+    /// is empty (a process that died at once), a torn last record tolerated
+    /// (see [`TraceReader::torn`]).
+    pub fn open_part(path: impl AsRef<Path>) -> Result<Option<Self>, TraceError> {
+        let path = path.as_ref().to_path_buf();
+        let io = |source| TraceError::Io {
+            path: path.clone(),
+            source,
+        };
+        let mut r = BufReader::with_capacity(1 << 20, File::open(&path).map_err(io)?);
+        loop {
+            match r.fill_buf() {
+                Ok([]) => return Ok(None),
+                Ok(_) => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(io(e)),
+            }
+        }
+        Ok(Some(TraceReader::new(path, r)?.tolerate_torn_tail(true)))
     }
 }
 
@@ -90,6 +139,7 @@ impl<R: BufRead> TraceReader<R> {
             offset: 8,
             buf: Vec::new(),
             tolerate_torn_tail: false,
+            torn: false,
         })
     }
 
@@ -103,6 +153,12 @@ impl<R: BufRead> TraceReader<R> {
     /// Byte offset of the next record (of the record just read, before reading it).
     pub fn offset(&self) -> u64 {
         self.offset
+    }
+
+    /// Whether the file ended inside a record, read as its end (only with
+    /// [`TraceReader::tolerate_torn_tail`]).
+    pub fn torn(&self) -> bool {
+        self.torn
     }
 
     /// The path given at construction.
@@ -120,6 +176,12 @@ impl<R: BufRead> TraceReader<R> {
 
     /// Next record, `Ok(None)` at a clean end of file.
     pub fn next_record(&mut self) -> Result<Option<wire::TraceRecord>, TraceError> {
+        Ok(self.next_located()?.map(|(_, rec)| rec))
+    }
+
+    /// Next record with where it lies in the file (the merge reads records
+    /// back by their span), `Ok(None)` at a clean end of file.
+    pub fn next_located(&mut self) -> Result<Option<(RecordSpan, wire::TraceRecord)>, TraceError> {
         let start = self.offset;
         // Varint length prefix, byte by byte so EOF before the first byte is clean.
         let mut len: u64 = 0;
@@ -129,7 +191,10 @@ impl<R: BufRead> TraceReader<R> {
             let mut b = [0u8; 1];
             match self.inner.read(&mut b) {
                 Ok(0) if nbytes == 0 => return Ok(None),
-                Ok(0) if self.tolerate_torn_tail => return Ok(None),
+                Ok(0) if self.tolerate_torn_tail => {
+                    self.torn = true;
+                    return Ok(None);
+                }
                 Ok(0) => return Err(self.corrupt(start, "file ends inside a length prefix")),
                 Ok(_) => {}
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
@@ -160,6 +225,7 @@ impl<R: BufRead> TraceReader<R> {
         if let Err(e) = self.inner.read_exact(&mut self.buf) {
             if e.kind() == io::ErrorKind::UnexpectedEof {
                 if self.tolerate_torn_tail {
+                    self.torn = true;
                     return Ok(None);
                 }
                 return Err(self.corrupt(start, format!("file ends inside a {len}-byte record")));
@@ -170,8 +236,13 @@ impl<R: BufRead> TraceReader<R> {
             });
         }
         self.offset = start + nbytes + len;
+        let span = RecordSpan {
+            offset: start,
+            body_offset: start + nbytes,
+            body_len: len as u32,
+        };
         wire::TraceRecord::decode(self.buf.as_slice())
-            .map(Some)
+            .map(|rec| Some((span, rec)))
             .map_err(|e| self.corrupt(start, format!("undecodable record: {e}")))
     }
 }

@@ -3,6 +3,7 @@
 //! `LD_PRELOAD=libpcstream.so`, and decode the per-process trace files.
 #![allow(dead_code)]
 
+use pcstream_placement::env as var;
 use pcstream_placement::trace::TraceReader;
 use pcstream_placement::wire::{self, event::Kind, trace_record::Record};
 use pcstream_tests::{c_dir, compile_c, shim, target_profile_dir};
@@ -67,7 +68,7 @@ impl Run {
 
     /// With the shim recording into `dir`.
     pub fn record(dir: &Path) -> Self {
-        Run::shim().env("PCSTREAM_RECORD_DIR", dir.to_str().unwrap())
+        Run::shim().env(var::RECORD_DIR, dir.to_str().unwrap())
     }
 
     /// Adds an environment variable.
@@ -81,19 +82,19 @@ impl Run {
         let mut c = Command::new(bin);
         c.args(args);
         for k in [
-            "PCSTREAM_RECORD_DIR",
-            "PCSTREAM_MAP",
-            "PCSTREAM_SOCKET",
-            "PCSTREAM_UNWIND",
-            "PCSTREAM_FRAMES",
-            "PCSTREAM_DISABLE",
-            "PCSTREAM_FIX_APP_HINTS",
+            var::RECORD_DIR,
+            var::MAP,
+            var::SOCKET,
+            var::UNWIND,
+            var::FRAMES,
+            var::DISABLE,
+            var::FIX_APP_HINTS,
             "LD_PRELOAD",
         ] {
             c.env_remove(k);
         }
         // Never talk to a real daemon from a test.
-        c.env("PCSTREAM_SOCKET", "/nonexistent/pcstream-test.sock");
+        c.env(var::SOCKET, "/nonexistent/pcstream-test.sock");
         if self.shim {
             c.env("LD_PRELOAD", shim());
         }

@@ -97,8 +97,8 @@ fn title_of(t: &TraceReport) -> String {
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_else(|| t.path.clone());
     let src = match t.source {
-        ftl_sim::replay::Source::GroundTruth => "ground truth",
-        ftl_sim::replay::Source::FsModel => "allocation model",
+        pcstream_replay::Source::GroundTruth => "ground truth",
+        pcstream_replay::Source::FsAlloc => "allocation model",
     };
     format!("{name} ({src})")
 }

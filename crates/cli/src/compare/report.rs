@@ -4,8 +4,8 @@
 
 use std::collections::BTreeMap;
 
-use ftl_sim::replay::{JoinStats, Source};
-use ftl_sim::signatures::SignatureRow;
+use pcstream_replay::signatures::SignatureRow;
+use pcstream_replay::{JoinStats, Source};
 use serde::Serialize;
 
 /// Everything `compare` measured.

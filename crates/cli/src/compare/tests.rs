@@ -4,9 +4,9 @@
 //! lives very differently long.
 
 use super::*;
-use ftl_sim::replay::Source;
 use pcstream_placement::trace::TraceWriter;
 use pcstream_placement::wire::{self, event::Kind, trace_record::Record};
+use pcstream_replay::Source;
 
 const FS_DEV: u64 = 0x803;
 const SHORT_SIG: u64 = 0xaaaa_0001;
@@ -321,7 +321,7 @@ fn model_trace_pcstream_beats_baseline_and_oracle_is_best() {
     let rep = compare(std::slice::from_ref(&p), &small_opts(InternalMode::Off)).unwrap();
     eprintln!("{}", render(&rep));
     let t = &rep.traces[0];
-    assert_eq!(t.source, Source::FsModel);
+    assert_eq!(t.source, Source::FsAlloc);
     assert_eq!(t.join.write_pages, 2 * 2500 * CHUNK);
     assert_eq!(t.join.signed_pages, t.join.write_pages);
     assert_eq!(t.join.signatures, 2);
@@ -396,12 +396,12 @@ fn ground_truth_trace_is_joined_and_separated() {
     assert_oracle_is_best(t);
     // The same trace through the model is reported as such.
     let opts = Options {
-        model: true,
+        fs_alloc: true,
         policies: vec!["baseline".into()],
         ..small_opts(InternalMode::Off)
     };
     let m = compare(std::slice::from_ref(&p), &opts).unwrap();
-    assert_eq!(m.traces[0].source, Source::FsModel);
+    assert_eq!(m.traces[0].source, Source::FsAlloc);
     assert_eq!(m.traces[0].join.metadata_pages, 0);
     assert!(render(&m).contains("file-system allocation model"));
     assert!(render(&rep).contains("ground-truth device trace"));

@@ -139,7 +139,7 @@ impl Default for BlkparseOptions {
 
 /// Reads a trace file record by record.
 #[derive(Debug)]
-pub struct TraceReader<R> {
+pub struct BlockTraceReader<R> {
     path: PathBuf,
     input: R,
     format: Format,
@@ -152,14 +152,14 @@ pub struct TraceReader<R> {
     done: bool,
 }
 
-impl TraceReader<BufReader<File>> {
+impl BlockTraceReader<BufReader<File>> {
     /// Opens `path` as a trace in `format`.
     pub fn open(path: &Path, format: Format) -> Result<Self, TraceError> {
         let f = File::open(path).map_err(|source| TraceError::Io {
             path: path.to_path_buf(),
             source,
         })?;
-        Ok(TraceReader::new(
+        Ok(BlockTraceReader::new(
             path.to_path_buf(),
             BufReader::with_capacity(1 << 16, f),
             format,
@@ -241,10 +241,10 @@ fn num<T: FromStr>(field: Option<&str>, what: &str) -> Result<T, String> {
         .map_err(|_| format!("{what} {} is not a non-negative integer", quote(f)))
 }
 
-impl<R: BufRead> TraceReader<R> {
+impl<R: BufRead> BlockTraceReader<R> {
     /// A reader over any buffered input; `path` names it in errors.
     pub fn new(path: PathBuf, input: R, format: Format) -> Self {
-        TraceReader {
+        BlockTraceReader {
             path,
             input,
             format,
@@ -347,11 +347,27 @@ impl<R: BufRead> TraceReader<R> {
     }
 }
 
-impl<R: BufRead> Iterator for TraceReader<R> {
+impl<R: BufRead> Iterator for BlockTraceReader<R> {
     type Item = Result<Record, TraceError>;
     fn next(&mut self) -> Option<Self::Item> {
         self.next_record()
     }
+}
+
+/// The optional stream id that may end an MSR or fio line, then nothing
+/// more (`too_many` is the error otherwise).
+fn stream_then_end<'a>(
+    rest: &mut impl Iterator<Item = &'a str>,
+    too_many: &str,
+) -> Result<Option<u32>, String> {
+    let stream = match rest.next() {
+        Some(s) => Some(num(Some(s), "stream id")?),
+        None => None,
+    };
+    if rest.next().is_some() {
+        return Err(too_many.into());
+    }
+    Ok(stream)
 }
 
 fn parse_msr(line: &str, no: u64) -> Result<Option<Record>, String> {
@@ -374,13 +390,7 @@ fn parse_msr(line: &str, no: u64) -> Result<Option<Record>, String> {
     let offset = num(f.next(), "offset")?;
     let len = num(f.next(), "size")?;
     let _resp: u64 = num(f.next(), "response time")?;
-    let stream = match f.next() {
-        Some(s) => Some(num(Some(s), "stream id")?),
-        None => None,
-    };
-    if f.next().is_some() {
-        return Err("more than 8 fields".into());
-    }
+    let stream = stream_then_end(&mut f, "more than 8 fields")?;
     Ok(Some(Record {
         kind,
         offset,
@@ -468,13 +478,7 @@ fn parse_fio(line: &str, no: u64, version: u8) -> Result<Option<Record>, String>
     };
     let offset = num(t.next(), "offset")?;
     let len = num(t.next(), "length")?;
-    let stream = match t.next() {
-        Some(s) => Some(num(Some(s), "stream id")?),
-        None => None,
-    };
-    if t.next().is_some() {
-        return Err("too many fields".into());
-    }
+    let stream = stream_then_end(&mut t, "too many fields")?;
     Ok(Some(Record {
         kind,
         offset,
@@ -489,7 +493,7 @@ mod tests {
     use super::*;
 
     fn read(format: Format, text: &str) -> Vec<Result<Record, String>> {
-        TraceReader::new(PathBuf::from("t.txt"), text.as_bytes(), format)
+        BlockTraceReader::new(PathBuf::from("t.txt"), text.as_bytes(), format)
             .map(|r| r.map_err(|e| e.to_string()))
             .collect()
     }
@@ -513,7 +517,7 @@ mod tests {
         // A file with no newline (`/dev/zero`) stops at the line limit, for every format.
         for format in [Format::Msr, Format::Blkparse, Format::Fio] {
             let zeros = std::io::BufReader::new(std::io::Read::take(std::io::repeat(0), 64 << 20));
-            let mut r = TraceReader::new(PathBuf::from("z"), zeros, format);
+            let mut r = BlockTraceReader::new(PathBuf::from("z"), zeros, format);
             let e = r.next().unwrap().unwrap_err().to_string();
             assert_eq!(
                 e,
@@ -524,7 +528,7 @@ mod tests {
         let r = read(Format::Msr, "1,h,0,Write,0,4096,1\n");
         assert!(r[0].is_ok());
         let bytes: &[u8] = b"1,h,0,Write,0,4096,1\n\xff\xfe\n";
-        let r: Vec<_> = TraceReader::new(PathBuf::from("b"), bytes, Format::Msr).collect();
+        let r: Vec<_> = BlockTraceReader::new(PathBuf::from("b"), bytes, Format::Msr).collect();
         assert_eq!(
             r[1].as_ref().unwrap_err().to_string(),
             "b:2: line is not UTF-8 text"
@@ -584,7 +588,7 @@ mod tests {
             (Kind::Discard, 2048 * 512, 8192)
         );
         assert_eq!(r[2].kind, Kind::Read);
-        let q = TraceReader::new(PathBuf::from("t"), t.as_bytes(), Format::Blkparse)
+        let q = BlockTraceReader::new(PathBuf::from("t"), t.as_bytes(), Format::Blkparse)
             .with_blkparse(BlkparseOptions { action: 'Q' })
             .count();
         assert_eq!(q, 1);
@@ -666,7 +670,7 @@ mod tests {
             #[test]
             fn arbitrary_input_never_panics(text in "\\PC{0,400}", fmt in 0u8..3) {
                 let format = [Format::Msr, Format::Blkparse, Format::Fio][fmt as usize];
-                let reader = TraceReader::new(PathBuf::from("f"), text.as_bytes(), format);
+                let reader = BlockTraceReader::new(PathBuf::from("f"), text.as_bytes(), format);
                 for r in reader.take(1000) {
                     if let Err(TraceError::Parse { line, .. }) = r {
                         prop_assert!(line >= 1);

@@ -7,12 +7,14 @@
 //!
 //! The placement does not depend on the device's state, only on the
 //! replay, so this drives the policy through the same passes as
-//! [`crate::replay::simulate`] (`replay::drive_pass`, same clock and
+//! [`crate::simulate`] ([`crate::pass`]'s `drive_pass`, same clock and
 //! configuration) without simulating GC.
 
-use crate::replay::{
-    drive_pass, layout, policy_config_for, Job, PassEvent, PolicySlot, ReplayError, WriteClass,
-};
+use crate::error::{ReplayError, RunError};
+use crate::experiment::{policy_config_for, Job};
+use crate::ops::WriteClass;
+use crate::pass::{drive_pass, PassEvent, PolicySlot};
+use crate::sizing::layout;
 use pcstream_placement::pcstream::PcStream;
 use std::collections::HashMap;
 
@@ -59,25 +61,23 @@ fn percentile(sorted: &[u64], p: f64) -> Option<u64> {
 
 /// pcstream's placement of `job.replay` by signature, heaviest first (the
 /// job's policy name is ignored: this is pcstream's breakdown). Runs the
-/// replay's warm-up passes first, as [`crate::replay::simulate`] does;
+/// replay's warm-up passes first, as [`crate::simulate`] does;
 /// refuses `clear_at_marks`, whose fresh tables have no single breakdown.
 pub fn pcstream_signatures(
     job: &Job<'_>,
     policy_cfg: &pcstream_placement::policies::PolicyConfig,
 ) -> Result<Vec<SignatureRow>, ReplayError> {
-    let bad = |what: String| ReplayError::Run {
+    let bad = |e: RunError| ReplayError::Run {
         policy: "pcstream".into(),
-        what,
+        source: e,
     };
     let r = job.replay;
     if r.run_mode.clear_at_marks {
-        return Err(bad(
-            "a per-signature breakdown needs one set of tables: not with --clear-at-marks".into(),
-        ));
+        return Err(bad(RunError::ClearAtMarks));
     }
-    let dev = layout(r, &job.spec).map_err(bad)?;
+    let dev = layout(r, &job.spec).map_err(|e| bad(e.into()))?;
     let cfg = policy_config_for(&job.spec, &dev, policy_cfg);
-    cfg.validate().map_err(|e| bad(e.to_string()))?;
+    cfg.validate().map_err(|e| bad(e.into()))?;
     let mut pc = PcStream::new(cfg.streams, cfg.pcstream.clone());
     let n = r.host_pages();
     let passes = u64::from(r.run_mode.warmup_passes) + 1;

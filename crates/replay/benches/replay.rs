@@ -2,7 +2,7 @@
 //! every placement policy, each on its own aged device (90% cold data, 7% OP,
 //! 9 streams), two runs at a time — exactly what `pcstreamctl compare` does.
 //!
-//! `cargo bench -p ftl-sim --bench replay` prints one row per run and the
+//! `cargo bench -p pcstream-replay --bench replay` prints one row per run and the
 //! wall-clock total (the acceptance budget is one minute). Environment:
 //! `REPLAY_WRITES` (default 10000000), `REPLAY_THREADS` (default 2),
 //! `REPLAY_INTERNAL` = `off` (default), `on` or `both`, `REPLAY_SOURCE` =
@@ -17,12 +17,12 @@
 
 use std::time::Instant;
 
-use ftl_sim::replay::{
-    fit_for_ageing, simulate_all, DeviceSpec, Job, Op, Replay, ReplayOptions, Source, WriteClass,
-};
 use pcstream_placement::policies::{PolicyConfig, POLICY_NAMES};
 use pcstream_placement::trace::TraceWriter;
 use pcstream_placement::wire::{self, event::Kind, trace_record::Record};
+use pcstream_replay::{
+    fit_for_ageing, simulate_all, DeviceSpec, Job, Op, Replay, ReplayOptions, Source, WriteClass,
+};
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 
@@ -64,7 +64,7 @@ fn workload(writes: u64) -> Replay {
         });
         written += u64::from(RUN);
     }
-    Replay::from_ops(ops, logical, Source::FsModel).expect("valid ops")
+    Replay::from_ops(ops, logical, Source::FsAlloc).expect("valid ops")
 }
 
 /// The same workload as a file-level trace: one file per class.

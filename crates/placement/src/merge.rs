@@ -18,17 +18,59 @@
 //! that uses it in the same process: if a racing thread's write is stamped
 //! earlier than the info, the info is moved up to just before that write.
 //! Ties in time keep file order (file, batch, position).
+//!
+//! Files are read with [`TraceReader`] (the one reader of the trace framing:
+//! magic, varint length, record limit, torn tail); a file that is bad after a
+//! good prefix is merged up to there and named in
+//! [`MergeSummary::bad_parts`]. `pcstreamctl record` calls [`merge`].
 
-use anyhow::Context;
-use pcstream_placement::trace::{TraceWriter, MAGIC, MAX_RECORD};
-use pcstream_placement::wire::{self, event::Kind, trace_record::Record};
+use crate::trace::{TraceError, TraceReader, TraceWriter};
+use crate::wire::{self, event::Kind, trace_record::Record};
 use prost::Message;
 use std::cmp::Ordering;
 use std::collections::{BinaryHeap, HashMap, HashSet};
 use std::fs::File;
-use std::io::{self, BufRead, BufReader, Read};
+use std::io;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
+
+/// Why a merge failed (a bad per-process file is not a failure: it is
+/// merged up to the bad record and named in [`MergeSummary::bad_parts`]).
+#[derive(Debug, thiserror::Error)]
+pub enum MergeError {
+    /// Writing the merged trace failed.
+    #[error(transparent)]
+    Write(#[from] TraceError),
+    /// A per-process file could not be opened again for the merge pass.
+    #[error("reopening {path}: {source}")]
+    Reopen {
+        /// The per-process file.
+        path: PathBuf,
+        /// The error.
+        source: io::Error,
+    },
+    /// An indexed record could not be read back.
+    #[error("{path}: reading back byte offset {offset}: {source}")]
+    ReadBack {
+        /// The per-process file.
+        path: PathBuf,
+        /// Byte offset of the record's body.
+        offset: u64,
+        /// The error.
+        source: io::Error,
+    },
+    /// An indexed record no longer decodes to the batch it was.
+    #[error("{path}: byte offset {offset}: changed while merging")]
+    Changed {
+        /// The per-process file.
+        path: PathBuf,
+        /// Byte offset of the record's body.
+        offset: u64,
+        /// The decoder's complaint, if it failed.
+        #[source]
+        source: Option<prost::DecodeError>,
+    },
+}
 
 /// Events per output batch at most.
 pub const OUT_BATCH_EVENTS: usize = 4096;
@@ -94,106 +136,6 @@ struct Part {
     readable: bool,
 }
 
-/// Reads length-delimited records from a per-process file, reporting each
-/// record's byte range so the merge can read it back later.
-struct Scanner {
-    path: PathBuf,
-    r: BufReader<File>,
-    off: u64,
-    buf: Vec<u8>,
-    torn: bool,
-}
-
-impl Scanner {
-    /// Opens a file; `Ok(None)` when it is empty (a process that died at once).
-    fn open(path: &Path) -> anyhow::Result<Option<Self>> {
-        let f = File::open(path).with_context(|| format!("{}", path.display()))?;
-        let mut r = BufReader::with_capacity(1 << 20, f);
-        let mut magic = [0u8; 8];
-        let mut got = 0;
-        while got < 8 {
-            match r.read(&mut magic[got..]) {
-                Ok(0) => break,
-                Ok(n) => got += n,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e).with_context(|| format!("{}", path.display())),
-            }
-        }
-        if got == 0 {
-            return Ok(None);
-        }
-        if got < 8 || &magic != MAGIC {
-            anyhow::bail!(
-                "{}: not a pcstream trace (missing magic \"PCSTRC01\")",
-                path.display()
-            );
-        }
-        Ok(Some(Scanner {
-            path: path.to_path_buf(),
-            r,
-            off: 8,
-            buf: Vec::new(),
-            torn: false,
-        }))
-    }
-
-    /// Next record with its (offset, length) of the body; `None` at the end
-    /// (a torn final record also ends the file, setting `torn`).
-    fn next(&mut self) -> anyhow::Result<Option<(u64, u32, wire::TraceRecord)>> {
-        let start = self.off;
-        let mut len: u64 = 0;
-        let mut shift = 0;
-        let mut n = 0u64;
-        loop {
-            let b = match self.r.fill_buf() {
-                Ok([]) => {
-                    self.torn |= n > 0;
-                    return Ok(None);
-                }
-                Ok(b) => b[0],
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(e).with_context(|| format!("{}", self.path.display())),
-            };
-            self.r.consume(1);
-            n += 1;
-            len |= u64::from(b & 0x7f) << shift;
-            if b & 0x80 == 0 {
-                break;
-            }
-            shift += 7;
-            if shift >= 64 {
-                anyhow::bail!(
-                    "{}: byte offset {start}: length prefix is not a valid varint",
-                    self.path.display()
-                );
-            }
-        }
-        if len > MAX_RECORD {
-            anyhow::bail!(
-                "{}: byte offset {start}: record length {len} exceeds the {MAX_RECORD}-byte limit",
-                self.path.display()
-            );
-        }
-        self.buf.resize(len as usize, 0);
-        if let Err(e) = self.r.read_exact(&mut self.buf) {
-            if e.kind() == io::ErrorKind::UnexpectedEof {
-                self.torn = true;
-                return Ok(None);
-            }
-            return Err(e).with_context(|| format!("{}", self.path.display()));
-        }
-        let body = start + n;
-        self.off = body + len;
-        let rec = wire::TraceRecord::decode(self.buf.as_slice()).with_context(|| {
-            format!(
-                "{}: byte offset {start}: undecodable record",
-                self.path.display()
-            )
-        })?;
-        Ok(Some((body, len as u32, rec)))
-    }
-}
-
 /// Pid from a `<pid>-<start>.pcstrace` file name, 0 when it has none.
 fn pid_from_name(path: &Path) -> u32 {
     path.file_name()
@@ -210,13 +152,13 @@ fn index_part(
     path: &Path,
     index: &mut Vec<BatchRef>,
     summary: &mut MergeSummary,
-) -> anyhow::Result<Part> {
+) -> Result<Part, TraceError> {
     let mut part = Part {
         path: path.to_path_buf(),
         pid: pid_from_name(path),
         ..Default::default()
     };
-    let Some(mut sc) = Scanner::open(path)? else {
+    let Some(mut sc) = TraceReader::open_part(path)? else {
         return Ok(part);
     };
     part.readable = true;
@@ -224,14 +166,15 @@ fn index_part(
     let mut prev_max = 0u64;
     let mut seqs = Vec::new();
     loop {
-        let (off, len, rec) = match sc.next() {
+        let (span, rec) = match sc.next_located() {
             Ok(Some(r)) => r,
             Ok(None) => break,
             Err(e) => {
-                summary.bad_parts.push(format!("{e:#}"));
+                summary.bad_parts.push(e.to_string());
                 break;
             }
         };
+        let (off, len) = (span.body_offset, span.body_len);
         let Some(Record::Batch(batch)) = rec.record else {
             continue; // header (or a foreign record kind): not part of the merged stream
         };
@@ -272,7 +215,7 @@ fn index_part(
         });
         ord += 1;
     }
-    if sc.torn {
+    if sc.torn() {
         summary.torn_parts += 1;
     }
     seqs.sort_unstable();
@@ -335,7 +278,7 @@ struct Out<W: io::Write> {
 }
 
 impl<W: io::Write> Out<W> {
-    fn flush(&mut self) -> anyhow::Result<()> {
+    fn flush(&mut self) -> Result<(), MergeError> {
         if let Some(p) = self.cur {
             if !self.events.is_empty() {
                 let seq = &mut self.seq[p as usize];
@@ -353,7 +296,7 @@ impl<W: io::Write> Out<W> {
         Ok(())
     }
 
-    fn push(&mut self, part: u32, pid: u32, ev: wire::Event) -> anyhow::Result<()> {
+    fn push(&mut self, part: u32, pid: u32, ev: wire::Event) -> Result<(), MergeError> {
         if self.cur != Some(part) || self.events.len() >= OUT_BATCH_EVENTS {
             self.flush()?;
             self.cur = Some(part);
@@ -371,7 +314,7 @@ impl<W: io::Write> Out<W> {
         key: u64,
         t: u64,
         tid: u32,
-    ) -> anyhow::Result<()> {
+    ) -> Result<(), MergeError> {
         if self.mods_done.insert((pidx, key)) {
             if let Some(ev) = p.mod_info.get(&key) {
                 let mut ev = ev.clone();
@@ -394,7 +337,7 @@ impl<W: io::Write> Out<W> {
         sig: u64,
         t: u64,
         tid: u32,
-    ) -> anyhow::Result<()> {
+    ) -> Result<(), MergeError> {
         if !self.sigs_done.insert((pidx, sig)) {
             return Ok(());
         }
@@ -415,7 +358,7 @@ impl<W: io::Write> Out<W> {
         self.push(pidx, p.pid, ev)
     }
 
-    fn event(&mut self, p: &Part, pidx: u32, ev: wire::Event) -> anyhow::Result<()> {
+    fn event(&mut self, p: &Part, pidx: u32, ev: wire::Event) -> Result<(), MergeError> {
         match &ev.kind {
             Some(Kind::Signature(s)) => {
                 return self.emit_signature(p, pidx, s.signature, ev.time_ns, ev.tid);
@@ -449,32 +392,34 @@ fn read_batch(
     files: &mut HashMap<u32, File>,
     b: &BatchRef,
     buf: &mut Vec<u8>,
-) -> anyhow::Result<Vec<wire::Event>> {
+) -> Result<Vec<wire::Event>, MergeError> {
     let path = &parts[b.part as usize].path;
     if !files.contains_key(&b.part) {
         if files.len() >= MAX_OPEN_FILES {
             files.clear();
         }
-        let f = File::open(path).with_context(|| format!("reopening {}", path.display()))?;
+        let f = File::open(path).map_err(|source| MergeError::Reopen {
+            path: path.clone(),
+            source,
+        })?;
         files.insert(b.part, f);
     }
     let f = &files[&b.part];
     buf.resize(b.len as usize, 0);
     f.read_exact_at(buf, b.off)
-        .with_context(|| format!("{}: reading back byte offset {}", path.display(), b.off))?;
-    let rec = wire::TraceRecord::decode(buf.as_slice()).with_context(|| {
-        format!(
-            "{}: byte offset {}: changed while merging",
-            path.display(),
-            b.off
-        )
-    })?;
+        .map_err(|source| MergeError::ReadBack {
+            path: path.clone(),
+            offset: b.off,
+            source,
+        })?;
+    let changed = |source| MergeError::Changed {
+        path: path.clone(),
+        offset: b.off,
+        source,
+    };
+    let rec = wire::TraceRecord::decode(buf.as_slice()).map_err(|e| changed(Some(e)))?;
     let Some(Record::Batch(batch)) = rec.record else {
-        anyhow::bail!(
-            "{}: byte offset {}: changed while merging",
-            path.display(),
-            b.off
-        );
+        return Err(changed(None));
     };
     let mut events = batch.events;
     events.sort_by_key(|e| e.time_ns);
@@ -487,7 +432,7 @@ pub fn merge<W: io::Write>(
     parts_paths: &[PathBuf],
     header: wire::TraceHeader,
     out: TraceWriter<W>,
-) -> anyhow::Result<(MergeSummary, W)> {
+) -> Result<(MergeSummary, W), MergeError> {
     let mut summary = MergeSummary {
         parts: parts_paths.len(),
         ..Default::default()
@@ -498,7 +443,7 @@ pub fn merge<W: io::Write>(
         match index_part(i as u32, p, &mut index, &mut summary) {
             Ok(part) => parts.push(part),
             Err(e) => {
-                summary.bad_parts.push(format!("{e:#}"));
+                summary.bad_parts.push(e.to_string());
                 parts.push(Part {
                     path: p.clone(),
                     ..Default::default()
@@ -568,7 +513,6 @@ pub fn merge<W: io::Write>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use pcstream_placement::trace::TraceReader;
 
     fn ev(t: u64, tid: u32, kind: Kind) -> wire::Event {
         wire::Event {
@@ -795,7 +739,7 @@ mod tests {
     }
 
     /// Merge throughput and memory on a synthetic trace. Run with
-    /// `PCSTREAM_BENCH_EVENTS=20000000 cargo test --release -p pcstreamctl merge_throughput -- --ignored --nocapture`
+    /// `PCSTREAM_BENCH_EVENTS=20000000 cargo test --release -p pcstream-placement merge_throughput -- --ignored --nocapture`
     /// (default 5M events): 4 processes × 8 threads, 256-event batches
     /// flushed round-robin so that batches interleave out of time order.
     #[test]

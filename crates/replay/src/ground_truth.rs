@@ -1,0 +1,231 @@
+//! The ground-truth source: the device requests recorded with tracefs,
+//! each write attributed through the file system's extent maps to the inode
+//! and file block that owned the device block at that moment — hence to the
+//! signature of the shim write that last wrote that file block and to the
+//! application's hint for that inode. Device writes no file owns are
+//! metadata or journal; discards become TRIMs.
+
+use crate::deaths::finish;
+use crate::error::BuildError;
+use crate::ops::{push_page, JoinStats, Op, Replay, Source, WriteClass, PAGE};
+use crate::source::{app_hint_of, file_of, invalidate_op, pages_of, Ev};
+use pcstream_placement::wire;
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+const SECTORS_PER_PAGE: u64 = PAGE / 512;
+
+/// Device-block → (ino, file block) over time.
+#[derive(Default)]
+pub(crate) struct RevMap {
+    /// start pblk → (len, ino, lblk)
+    m: BTreeMap<u64, (u64, u64, u64)>,
+}
+
+impl RevMap {
+    pub(crate) fn insert(&mut self, pblk: u64, len: u64, ino: u64, lblk: u64) {
+        let end = pblk + len;
+        // Cut every overlapping mapping.
+        let overlapping: Vec<u64> = self
+            .m
+            .range(..end)
+            .rev()
+            .take_while(|(&s, &(l, _, _))| s + l > pblk)
+            .map(|(&s, _)| s)
+            .collect();
+        for s in overlapping {
+            let (l, i, lb) = self.m.remove(&s).expect("present");
+            if s < pblk {
+                self.m.insert(s, (pblk - s, i, lb));
+            }
+            if s + l > end {
+                self.m.insert(end, (s + l - end, i, lb + (end - s)));
+            }
+        }
+        self.m.insert(pblk, (len, ino, lblk));
+    }
+
+    pub(crate) fn lookup(&self, pblk: u64) -> Option<(u64, u64)> {
+        let (&s, &(l, ino, lblk)) = self.m.range(..=pblk).next_back()?;
+        (pblk < s + l).then_some((ino, lblk + (pblk - s)))
+    }
+}
+
+/// Per-file state both sources keep: which signature last wrote each file
+/// page, and the application's own hint.
+#[derive(Default)]
+struct FileState {
+    page_sig: HashMap<u64, u64>,
+    app_hint: u8,
+}
+
+pub(crate) fn ground_truth(
+    evs: impl Iterator<Item = Ev>,
+    logical_pages: Option<u64>,
+    mut mark_files: HashSet<(u64, u64)>,
+    ageing_events: usize,
+) -> Result<Replay, BuildError> {
+    let mut marks = Vec::new();
+    let mut ops = Vec::new();
+    let mut stats = JoinStats::default();
+    let mut rev = RevMap::default();
+    let mut files: HashMap<u64, FileState> = HashMap::new();
+    let mut fs_dev: Option<u64> = None;
+    let mut pending_shim: Vec<Ev> = Vec::new();
+    let mut max_page = 0u64;
+    // Ops and counts produced by the first `ageing_events` events.
+    let mut ageing_split = (0usize, JoinStats::default());
+    let mut seen = 0usize;
+    for (index, ev) in evs.enumerate() {
+        seen = index + 1;
+        if index == ageing_events && ageing_events > 0 {
+            ageing_split = (ops.len(), stats.clone());
+        }
+        if let Ev::ShimWrite(w) = &ev {
+            if !mark_files.is_empty() && mark_files.remove(&file_of(&w.file)) {
+                marks.push(stats.write_pages);
+            }
+        }
+        match ev {
+            Ev::Extent(x) => {
+                let (dev, ino) = file_of(&x.file);
+                fs_dev.get_or_insert(dev);
+                if x.block_size != 0 && u64::from(x.block_size) != PAGE {
+                    return Err(BuildError::BlockSize(x.block_size));
+                }
+                rev.insert(x.device_block, u64::from(x.len_blocks), ino, x.file_block);
+                // Shim events held until the file system's device is known.
+                for e in pending_shim.drain(..) {
+                    shim_event(e, fs_dev, &mut files, &mut ops, &mut stats);
+                }
+            }
+            e @ (Ev::ShimWrite(_) | Ev::ShimInvalidate(_) | Ev::AppHint(_)) => {
+                if fs_dev.is_none() {
+                    pending_shim.push(e);
+                } else {
+                    shim_event(e, fs_dev, &mut files, &mut ops, &mut stats);
+                }
+            }
+            Ev::Block(b) => {
+                let op = wire::BlockOp::try_from(b.op).unwrap_or(wire::BlockOp::Unspecified);
+                let start = b.sector;
+                let end = b.sector + u64::from(b.nr_sectors);
+                match op {
+                    wire::BlockOp::Write | wire::BlockOp::WriteZeroes => {
+                        for p in start / SECTORS_PER_PAGE..end.div_ceil(SECTORS_PER_PAGE) {
+                            max_page = max_page.max(p);
+                            stats.write_pages += 1;
+                            let attr = match rev.lookup(p) {
+                                Some((ino, lblk)) => {
+                                    let st = files.entry(ino).or_default();
+                                    let sig = st.page_sig.get(&lblk).copied();
+                                    stats.data_pages += 1;
+                                    if sig.is_some() {
+                                        stats.signed_pages += 1;
+                                    }
+                                    let dev = fs_dev.unwrap_or(0);
+                                    (Some((dev, ino)), lblk, sig, st.app_hint, WriteClass::Data)
+                                }
+                                None => {
+                                    stats.metadata_pages += 1;
+                                    (None, 0, None, 0, WriteClass::Metadata)
+                                }
+                            };
+                            push_page(&mut ops, p, attr);
+                        }
+                    }
+                    wire::BlockOp::Discard => {
+                        let first = start.div_ceil(SECTORS_PER_PAGE);
+                        let last = end / SECTORS_PER_PAGE;
+                        if last > first {
+                            max_page = max_page.max(last - 1);
+                            stats.trim_pages += last - first;
+                            ops.push(Op::Trim {
+                                lpn: first,
+                                pages: last - first,
+                            });
+                        }
+                    }
+                    wire::BlockOp::Flush => stats.flushes += 1,
+                    _ => {}
+                }
+            }
+        }
+    }
+    if ageing_events > 0 && seen <= ageing_events {
+        // Nothing after the start mark: everything was ageing.
+        ageing_split = (ops.len(), stats.clone());
+    }
+    let lp = logical_pages.unwrap_or(max_page + 1);
+    let (split, before) = ageing_split;
+    let ageing: Vec<Op> = ops
+        .drain(..split)
+        .filter(|op| !matches!(op, Op::InvalidateFile { .. }))
+        .collect();
+    let ageing_pages = before.write_pages;
+    stats.ageing_pages = ageing_pages;
+    stats.write_pages -= before.write_pages;
+    stats.data_pages -= before.data_pages;
+    stats.signed_pages -= before.signed_pages;
+    stats.metadata_pages -= before.metadata_pages;
+    stats.trim_pages -= before.trim_pages;
+    let mut r = finish(ops, lp, Source::GroundTruth, stats)?;
+    r.marks = marks
+        .into_iter()
+        .map(|m| m.saturating_sub(ageing_pages))
+        .collect();
+    r.ageing = ageing;
+    Ok(r)
+}
+
+fn shim_event(
+    e: Ev,
+    fs_dev: Option<u64>,
+    files: &mut HashMap<u64, FileState>,
+    ops: &mut Vec<Op>,
+    stats: &mut JoinStats,
+) {
+    match e {
+        Ev::ShimWrite(w) => {
+            stats.shim_writes += 1;
+            let (dev, ino) = file_of(&w.file);
+            if Some(dev) != fs_dev || w.signature == 0 {
+                return;
+            }
+            let st = files.entry(ino).or_default();
+            for p in pages_of(w.offset, w.len) {
+                st.page_sig.insert(p, w.signature);
+            }
+        }
+        Ev::AppHint(h) => {
+            let (dev, ino) = file_of(&h.file);
+            if Some(dev) == fs_dev {
+                if let Some(v) = app_hint_of(&h) {
+                    files.entry(ino).or_default().app_hint = v;
+                }
+            }
+        }
+        Ev::ShimInvalidate(i) => {
+            stats.shim_invalidations += 1;
+            let (dev, ino) = file_of(&i.file);
+            if Some(dev) != fs_dev {
+                return;
+            }
+            let op = invalidate_op(&i);
+            if let Op::InvalidateFile {
+                first_page, pages, ..
+            } = op
+            {
+                if let Some(st) = files.get_mut(&ino) {
+                    if first_page == 0 && pages == u64::MAX {
+                        st.page_sig.clear();
+                    } else {
+                        let end = first_page.saturating_add(pages);
+                        st.page_sig.retain(|&p, _| p < first_page || p >= end);
+                    }
+                }
+            }
+            ops.push(op);
+        }
+        Ev::Extent(_) | Ev::Block(_) => unreachable!("not a shim event"),
+    }
+}

@@ -1,0 +1,216 @@
+//! The pass driver: one pass over a replay, every write placed page by page
+//! by a policy (replaced by a fresh instance at round marks when asked),
+//! TRIMs and file invalidations told to it, and each placed page handed to
+//! a sink — the simulated device ([`run`]) or a breakdown that needs none
+//! ([`crate::signatures`]).
+
+use crate::error::ReplayError;
+use crate::ops::{Op, Replay, WriteClass};
+use ftl_sim::Ssd;
+use pcstream_placement::placement::{Placement, StreamId, WriteCtx};
+
+/// What one replay run measured, beyond the device's own statistics.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+pub struct RunCounters {
+    /// Host pages written per stream id.
+    pub pages_per_stream: Vec<u64>,
+    /// Host pages written to stream 0.
+    pub stream0_pages: u64,
+}
+
+/// Replays `replay` into `ssd`, placing every page with `policy` (one pass,
+/// [`Replay::run_mode`] not applied: see [`crate::simulate`]).
+pub fn run(
+    replay: &Replay,
+    policy: &mut dyn Placement,
+    ssd: &mut Ssd,
+) -> Result<RunCounters, ReplayError> {
+    let mut c = RunCounters::for_streams(ssd.config().streams);
+    let mut slot = PolicySlot {
+        base: policy,
+        fresh: None,
+    };
+    run_pass(replay, &mut slot, None, ssd, 0, &mut c)?;
+    Ok(c)
+}
+
+impl RunCounters {
+    pub(crate) fn for_streams(streams: u32) -> RunCounters {
+        RunCounters {
+            pages_per_stream: vec![0; streams.max(1) as usize],
+            stream0_pages: 0,
+        }
+    }
+}
+
+/// The policy a pass places with: the caller's, until a round mark
+/// replaces it by a fresh instance.
+pub(crate) struct PolicySlot<'a> {
+    pub(crate) base: &'a mut dyn Placement,
+    pub(crate) fresh: Option<Box<dyn Placement + Send>>,
+}
+
+impl PolicySlot<'_> {
+    pub(crate) fn get(&mut self) -> &mut dyn Placement {
+        match self.fresh.as_deref_mut() {
+            Some(p) => p,
+            None => &mut *self.base,
+        }
+    }
+}
+
+/// A fresh policy instance for [`RunMode::clear_at_marks`].
+pub(crate) type MakePolicy<'a> = &'a dyn Fn() -> Result<Box<dyn Placement + Send>, ReplayError>;
+
+/// One pass over the replay starting at replay clock `clock0` (policies see
+/// times and deaths shifted by it); with `fresh`, the policy is replaced at
+/// every round mark. Returns the clock after the pass.
+pub(crate) fn run_pass(
+    replay: &Replay,
+    slot: &mut PolicySlot<'_>,
+    fresh: Option<MakePolicy<'_>>,
+    ssd: &mut Ssd,
+    clock0: u64,
+    c: &mut RunCounters,
+) -> Result<u64, ReplayError> {
+    let streams = ssd.config().streams;
+    drive_pass(replay, slot, fresh, streams, clock0, |ev| match ev {
+        PassEvent::Page {
+            index, lpn, stream, ..
+        } => {
+            ssd.write(lpn, stream)
+                .map_err(|source| ReplayError::Sim { index, source })?;
+            c.pages_per_stream[stream as usize] += 1;
+            if stream == 0 {
+                c.stream0_pages += 1;
+            }
+            Ok(())
+        }
+        PassEvent::Trim { index, lpn, pages } => {
+            // Only pages the replay writes: the others may hold the
+            // cold data of the ageing, which the workload never frees.
+            let mut p = lpn;
+            while p < lpn + pages {
+                if !replay.touches(p) {
+                    p += 1;
+                    continue;
+                }
+                let start = p;
+                while p < lpn + pages && replay.touches(p) {
+                    p += 1;
+                }
+                ssd.trim(start, p - start)
+                    .map_err(|source| ReplayError::Sim { index, source })?;
+            }
+            Ok(())
+        }
+    })
+}
+
+/// What [`drive_pass`] reports to its sink.
+pub(crate) enum PassEvent {
+    /// One host page placed by the policy.
+    Page {
+        /// Index of the operation in [`Replay::ops`].
+        index: usize,
+        /// Logical page.
+        lpn: u64,
+        /// The policy's stream (clamped to the device's).
+        stream: StreamId,
+        /// The page's index in the pass (its entry in [`Replay::deaths`]).
+        k: u64,
+        /// Signature of the write.
+        signature: Option<u64>,
+        /// Data or metadata.
+        class: WriteClass,
+    },
+    /// Pages discarded (the policy has heard it already).
+    Trim {
+        /// Index of the operation in [`Replay::ops`].
+        index: usize,
+        /// First logical page.
+        lpn: u64,
+        /// Page count.
+        pages: u64,
+    },
+}
+
+/// Drives the policy through one pass of the replay (see [`run_pass`]):
+/// every write is placed page by page, TRIMs and file invalidations are
+/// told to the policy, and `sink` hears each placed page (its stream
+/// clamped to the device's `streams`) and each TRIM — the device
+/// simulation, or a breakdown that needs no device ([`crate::signatures`]).
+pub(crate) fn drive_pass(
+    replay: &Replay,
+    slot: &mut PolicySlot<'_>,
+    fresh: Option<MakePolicy<'_>>,
+    streams: u32,
+    clock0: u64,
+    mut sink: impl FnMut(PassEvent) -> Result<(), ReplayError>,
+) -> Result<u64, ReplayError> {
+    let mut clock = clock0;
+    let mut next_mark = 0usize;
+    let streams = streams.max(1);
+    for (index, op) in replay.ops.iter().enumerate() {
+        match *op {
+            Op::Write {
+                lpn,
+                pages,
+                file,
+                file_page,
+                signature,
+                app_hint,
+                class,
+            } => {
+                for i in 0..u64::from(pages) {
+                    if let Some(make) = fresh {
+                        while replay
+                            .marks
+                            .get(next_mark)
+                            .is_some_and(|&m| m <= clock - clock0)
+                        {
+                            slot.fresh = Some(make()?);
+                            next_mark += 1;
+                        }
+                    }
+                    let k = clock - clock0;
+                    let ctx = WriteCtx {
+                        time: clock,
+                        lpn: lpn + i,
+                        pages: 1,
+                        file,
+                        file_page: file_page + i,
+                        signature,
+                        app_hint,
+                        death: replay.death(k).map(|d| d + clock0),
+                    };
+                    let stream: StreamId = slot.get().place(&ctx).min(streams - 1);
+                    sink(PassEvent::Page {
+                        index,
+                        lpn: lpn + i,
+                        stream,
+                        k,
+                        signature,
+                        class,
+                    })?;
+                    clock += 1;
+                }
+            }
+            Op::Trim { lpn, pages } => {
+                let mut done = 0;
+                while done < pages {
+                    let n = (pages - done).min(u64::from(u32::MAX)) as u32;
+                    slot.get().trim(lpn + done, n, clock);
+                    done += u64::from(n);
+                }
+                sink(PassEvent::Trim { index, lpn, pages })?;
+            }
+            Op::InvalidateFile {
+                file,
+                first_page,
+                pages,
+            } => slot.get().invalidate_file(file, first_page, pages, clock),
+        }
+    }
+    Ok(clock)
+}

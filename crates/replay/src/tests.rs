@@ -1,0 +1,323 @@
+//! Unit tests of the replay pipeline: deaths, the extent join, the
+//! file-system allocator and its cache, sizing and ageing, transforms, and
+//! the experiment harness.
+
+use super::*;
+use crate::fs_alloc::{alloc_pass, allocate, Allocator};
+use crate::ground_truth::RevMap;
+use crate::source::Ev;
+use pcstream_placement::policies::PolicyConfig;
+use pcstream_placement::wire;
+
+fn w(lpn: u64, pages: u32) -> Op {
+    Op::Write {
+        lpn,
+        pages,
+        file: None,
+        file_page: 0,
+        signature: None,
+        app_hint: 0,
+        class: WriteClass::Data,
+    }
+}
+
+#[test]
+fn deaths_follow_overwrites_and_trims() {
+    let ops = vec![w(0, 2), w(1, 1), Op::Trim { lpn: 0, pages: 1 }, w(5, 1)];
+    let r = Replay::from_ops(ops, 8, Source::FsAlloc).unwrap();
+    // pages written: clock0 lpn0, clock1 lpn1, clock2 lpn1, clock3 lpn5
+    assert_eq!(r.deaths, vec![3, 2, NEVER, NEVER]);
+    assert_eq!(r.death(0), Some(3));
+    assert_eq!(r.death(3), None);
+    assert_eq!(r.footprint_pages, 3);
+    assert_eq!(r.peak_live_pages, 2);
+    assert!(r.touches(5) && !r.touches(4));
+    assert_eq!(r.host_pages(), 4);
+}
+
+#[test]
+fn out_of_range_op_is_an_error() {
+    let e = Replay::from_ops(vec![w(7, 2)], 8, Source::FsAlloc).unwrap_err();
+    assert!(e.to_string().contains("beyond"), "{e}");
+}
+
+#[test]
+fn revmap_splits_overlaps() {
+    let mut m = RevMap::default();
+    m.insert(100, 10, 1, 0);
+    m.insert(104, 2, 2, 50);
+    assert_eq!(m.lookup(103), Some((1, 3)));
+    assert_eq!(m.lookup(104), Some((2, 50)));
+    assert_eq!(m.lookup(105), Some((2, 51)));
+    assert_eq!(m.lookup(106), Some((1, 6)));
+    assert_eq!(m.lookup(110), None);
+    assert_eq!(m.lookup(99), None);
+}
+
+#[test]
+fn allocator_prefers_goal_and_wraps() {
+    let mut a = Allocator::new(130);
+    assert_eq!(a.alloc(None), Some(0));
+    assert_eq!(a.alloc(Some(100)), Some(100));
+    assert_eq!(a.alloc(Some(100)), Some(1));
+    a.set(0, false);
+    for _ in 0..128 {
+        assert!(a.alloc(None).is_some());
+    }
+    assert_eq!(a.alloc(None), None);
+}
+
+fn shim_write(ino: u64, offset: u64, len: u64, sig: u64) -> Ev {
+    Ev::ShimWrite(wire::WriteEvent {
+        file: Some(wire::FileId { dev: 1, ino }),
+        offset,
+        len,
+        signature: sig,
+        ..Default::default()
+    })
+}
+
+fn unlink(ino: u64) -> Ev {
+    Ev::ShimInvalidate(wire::InvalidateEvent {
+        file: Some(wire::FileId { dev: 1, ino }),
+        kind: wire::InvalidateKind::Unlink as i32,
+        offset: 0,
+        len: 0,
+    })
+}
+
+#[test]
+fn model_cache_coalesces_appends_and_drops_deleted_pages() {
+    // 64 appends of 512 bytes fill 8 pages; file 2 is written and
+    // unlinked while cached; file 3 lives.
+    let mut evs: Vec<Ev> = (0..64).map(|i| shim_write(1, i * 512, 512, 7)).collect();
+    evs.push(shim_write(2, 0, 8 * PAGE, 8));
+    evs.push(unlink(2));
+    evs.push(shim_write(3, 0, 4 * PAGE, 9));
+    let cached = alloc_pass(evs.clone().into_iter(), 1024, 1024, false).unwrap();
+    assert_eq!(cached.2.write_pages, 8 + 4);
+    assert_eq!(cached.2.trim_pages, 0);
+    assert_eq!(cached.2.shim_writes, 66);
+    // Write-through: every append rewrites its page; file 2 reaches the
+    // device and is trimmed.
+    let through = alloc_pass(evs.into_iter(), 1024, 1, false).unwrap();
+    assert_eq!(through.2.write_pages, 64 + 8 + 4);
+    assert_eq!(through.2.trim_pages, 8);
+    // A file's pages are contiguous next to each other.
+    let firsts: Vec<(u64, u32)> = cached
+        .0
+        .iter()
+        .filter_map(|op| match *op {
+            Op::Write { lpn, pages, .. } => Some((lpn, pages)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(firsts, vec![(0, 8), (8, 4)]);
+}
+
+#[test]
+fn model_reuses_freed_space_and_reports_its_peak() {
+    let evs = vec![
+        shim_write(1, 0, 6 * PAGE, 1),
+        shim_write(2, 0, 2 * PAGE, 1),
+        unlink(1),
+        shim_write(3, 0, 5 * PAGE, 1),
+    ];
+    let r = allocate(evs.into_iter(), None, Some(1)).unwrap();
+    assert_eq!(r.source, Source::FsAlloc);
+    assert_eq!(r.peak_live_pages, 8);
+    // 5/4 of the peak, at least 1024 pages.
+    assert_eq!(r.logical_pages, 1024);
+    // File 3 lands in file 1's freed pages, so the footprint stays 8.
+    assert_eq!(r.footprint_pages, 8);
+    assert_eq!(r.stats.trim_pages, 6);
+    // Too small a file system is an error, not a panic.
+    let e = allocate(
+        vec![shim_write(1, 0, 9 * PAGE, 1)].into_iter(),
+        Some(8),
+        Some(1),
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("out of space"), "{e}");
+}
+
+fn replay_touching(logical: u64, pages: &[u64]) -> Replay {
+    let ops = pages.iter().map(|&p| w(p, 1)).collect();
+    Replay::from_ops(ops, logical, Source::FsAlloc).unwrap()
+}
+
+#[test]
+fn layout_fits_the_footprint_beside_the_cold_data() {
+    let r = replay_touching(100_000, &(0..20_000).map(|p| p * 5).collect::<Vec<_>>());
+    let spec = DeviceSpec::default();
+    let l = layout(&r, &spec).unwrap();
+    // ⌈20 000 / 0.1⌉ = 200 000 > the traced 100 000.
+    assert!(l.logical_pages >= 200_000, "{}", l.logical_pages);
+    assert!(l.logical_pages < 200_000 + 16 * 384, "{}", l.logical_pages);
+    assert_eq!(l.cold_pages, (l.logical_pages as f64 * 0.9).round() as u64);
+    assert!(l.logical_pages - l.cold_pages >= r.footprint_pages);
+    assert!(l.scale() >= 2.0);
+    // 200 000 pages / 384 ≈ 560 blocks < 64 × 9: pages per block halve.
+    assert_eq!(l.config.geometry.pages_per_block, 192);
+    assert!(l.config.geometry.blocks() >= 64 * 9);
+    // A big device keeps the paper's 384.
+    let big = replay_touching(4_000_000, &[0]);
+    let lb = layout(&big, &spec).unwrap();
+    assert_eq!(lb.config.geometry.pages_per_block, 384);
+    assert!(lb.logical_pages >= 4_000_000);
+    // Bad values are errors.
+    let bad = DeviceSpec {
+        prefill: 1.0,
+        ..DeviceSpec::default()
+    };
+    assert!(layout(&r, &bad)
+        .unwrap_err()
+        .to_string()
+        .contains("prefill"));
+}
+
+#[test]
+fn aged_device_holds_cold_data_only_where_the_replay_never_writes() {
+    let r = replay_touching(4096, &[0, 1, 2, 100, 4000]);
+    let l = layout(&r, &DeviceSpec::default()).unwrap();
+    let ssd = aged_ssd(&r, &l).unwrap();
+    let st = ssd.stats();
+    assert_eq!(st.host_pages, 0, "counters reset after ageing");
+    assert_eq!(st.valid_pages, l.cold_pages);
+    for p in [0, 1, 2, 100, 4000] {
+        assert_eq!(
+            ssd.lookup(p),
+            None,
+            "page {p} must stay free for the replay"
+        );
+    }
+    assert!(ssd.lookup(3).is_some() && ssd.lookup(99).is_some());
+}
+
+#[test]
+fn simulate_all_keeps_job_order_and_reports_errors_per_job() {
+    let r = replay_touching(4096, &(0..4096).collect::<Vec<_>>());
+    let jobs: Vec<Job<'_>> = ["oracle", "nope", "baseline"]
+        .iter()
+        .map(|p| Job {
+            replay: &r,
+            policy: p.to_string(),
+            spec: DeviceSpec::default(),
+        })
+        .collect();
+    let res = simulate_all(&jobs, &PolicyConfig::default(), 2);
+    assert_eq!(res[0].as_ref().unwrap().policy, "oracle");
+    let e = res[1].as_ref().unwrap_err().to_string();
+    assert!(e.contains("nope") && e.contains("baseline"), "{e}");
+    let b = res[2].as_ref().unwrap();
+    assert_eq!(b.stats.host_pages, 4096);
+    assert_eq!(b.counters.stream0_pages, 4096);
+}
+
+#[test]
+fn confine_renames_pages_but_keeps_every_death() {
+    // Pages spread 7 apart, rewritten, trimmed (also a never-written
+    // range), rewritten again.
+    let mut ops: Vec<Op> = (0..200).map(|i| w(i * 7, 1)).collect();
+    ops.extend((0..100).map(|i| w(i * 7, 1)));
+    ops.push(Op::Trim { lpn: 0, pages: 700 });
+    ops.push(Op::Trim {
+        lpn: 1500,
+        pages: 100,
+    });
+    ops.extend((0..50).map(|i| w(1400 + i * 3, 1)));
+    let r = Replay::from_ops(ops, 2000, Source::GroundTruth).unwrap();
+    assert_eq!(r.peak_live_pages, 200);
+    let c = confine(&r, 256).unwrap();
+    assert_eq!(c.deaths, r.deaths);
+    assert_eq!(c.peak_live_pages, r.peak_live_pages);
+    assert_eq!(c.confined_from, Some(r.footprint_pages));
+    assert!(c.footprint_pages <= 256);
+    assert_eq!(c.logical_pages, 2000);
+    for op in &c.ops {
+        match *op {
+            Op::Write { lpn, pages, .. } => assert!(lpn + u64::from(pages) <= 256),
+            // Only the 100 mapped pages of 0..700; nothing of 1500..1600.
+            Op::Trim { lpn, pages } => assert!(lpn + pages <= 256),
+            Op::InvalidateFile { .. } => {}
+        }
+    }
+    let trimmed: u64 = c
+        .ops
+        .iter()
+        .map(|op| match *op {
+            Op::Trim { pages, .. } => pages,
+            _ => 0,
+        })
+        .sum();
+    assert_eq!(trimmed, 100);
+    assert!(confine(&r, 199)
+        .unwrap_err()
+        .to_string()
+        .contains("200 live pages"));
+    // Nothing to do for a dense replay.
+    let dense = replay_touching(4096, &(0..2000).collect::<Vec<_>>());
+    let f = fit_for_ageing(dense, 0.9).unwrap();
+    assert_eq!(f.confined_from, None);
+}
+
+#[test]
+fn without_trims_data_dies_only_when_rewritten() {
+    let ops = vec![w(0, 2), Op::Trim { lpn: 0, pages: 2 }, w(1, 1)];
+    let r = Replay::from_ops(ops, 8, Source::FsAlloc).unwrap();
+    assert_eq!(r.deaths, vec![2, 2, NEVER]);
+    let n = without_trims(&r).unwrap();
+    assert_eq!(n.deaths, vec![NEVER, 2, NEVER]);
+    assert!(n.ops.iter().all(|op| !matches!(op, Op::Trim { .. })));
+    assert_eq!(n.stats.trim_pages, 2, "the join statistics are the trace's");
+}
+
+#[test]
+fn clear_at_marks_restarts_policies_and_warmup_passes_are_not_counted() {
+    let sw = |lpn: u64, sig: u64| Op::Write {
+        lpn,
+        pages: 1,
+        file: Some((1, lpn)),
+        file_page: 0,
+        signature: Some(sig),
+        app_hint: 0,
+        class: WriteClass::Data,
+    };
+    // Round 1 writes with signatures 1 and 2, round 2 (from clock 4) with 3.
+    let ops = vec![sw(0, 1), sw(1, 2), sw(2, 1), sw(3, 2), sw(4, 3), sw(5, 3)];
+    let mut r = Replay::from_ops(ops, 64, Source::GroundTruth).unwrap();
+    r.marks = vec![0, 4];
+    let go = |r: &Replay| {
+        let job = Job {
+            replay: r,
+            policy: "pcstream".into(),
+            spec: DeviceSpec::default(),
+        };
+        let res = simulate(&job, &PolicyConfig::default()).unwrap();
+        let sigs = res
+            .policy_counters
+            .iter()
+            .find(|(k, _)| k == "signatures")
+            .map(|(_, v)| *v)
+            .unwrap();
+        (res.stats.host_pages, sigs)
+    };
+    assert_eq!(go(&r), (6, 3), "tables kept over the rounds");
+    r.run_mode = RunMode {
+        warmup_passes: 0,
+        clear_at_marks: true,
+    };
+    assert_eq!(
+        go(&r),
+        (6, 1),
+        "the last round's instance saw one signature"
+    );
+    r.run_mode = RunMode {
+        warmup_passes: 2,
+        clear_at_marks: false,
+    };
+    assert_eq!(go(&r), (6, 3), "warm-up writes are not counted");
+    // The confined replay keeps the marks and the mode.
+    let c = confine(&r, 1024).unwrap();
+    assert_eq!((c.marks.clone(), c.run_mode), (r.marks.clone(), r.run_mode));
+}
