@@ -133,7 +133,7 @@ impl Config {
         if let Some(v) = get(env::RECORD_DIR).filter(|v| !v.is_empty()) {
             c.record_dir = Some(PathBuf::from(v));
         }
-        if let Some(v) = get("PCSTREAM_RUNTIME_DIR").filter(|v| !v.is_empty()) {
+        if let Some(v) = get(env::RUNTIME_DIR).filter(|v| !v.is_empty()) {
             c.runtime_dir = PathBuf::from(v);
             c.socket = c.runtime_dir.join("events.sock");
         }
