@@ -242,3 +242,42 @@ fn kill_9_mid_run_keeps_output_and_a_restarted_table_is_picked_up() {
     );
     assert_eq!(rw_hint(&out), 3, "the restarted daemon's stream 2 (MEDIUM)");
 }
+
+#[test]
+fn a_daemon_started_after_the_writer_is_picked_up_by_it() {
+    let mut d = Daemon::unstarted("");
+    let tmp = tempfile::tempdir().unwrap();
+    // The writer starts with no daemon: its shim is dormant.
+    let out = tmp.path().join("out");
+    let mut w = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "i=0; while [ $i -lt 40 ]; do head -c 65536 /dev/zero; sleep 0.1; i=$((i+1)); done | LD_PRELOAD={} PCSTREAM_RUNTIME_DIR={} PCSTREAM_FLUSH_MS=20 dd bs=4096 iflag=fullblock of={} 2>/dev/null",
+            pcstream_tests::shim().display(),
+            d.run_dir().display(),
+            out.display()
+        ))
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(700));
+    assert!(
+        !d.run_dir().join("events.sock").exists(),
+        "the daemon is not running yet"
+    );
+    d.spawn(&[]);
+    // The writer's signatures reach the daemon...
+    let sig = busiest(&d, 1);
+    let (ok, out_ctx, err) = d.ctl(&["contexts", "--json"]);
+    assert!(ok, "{err}");
+    assert!(
+        out_ctx.contains("\"dd\"") || out_ctx.contains("/dd"),
+        "{out_ctx}"
+    );
+    // ...and the writer maps the daemon's table: a stream given to its
+    // signature reaches the file's hint while it still writes.
+    let (ok, _, err) = d.ctl(&["pin", &sig, "3"]);
+    assert!(ok, "{err}");
+    assert!(w.wait().unwrap().success());
+    assert_eq!(std::fs::metadata(&out).unwrap().len(), 40 * 65536);
+    assert_eq!(rw_hint(&out), 4, "stream 3 = RWH_WRITE_LIFE_LONG");
+}

@@ -17,6 +17,15 @@
 //!   interposers are not re-entered; no allocation (the path is built once at
 //!   init). When the file is gone (daemon stopped or killed), the last good
 //!   mapping is kept: its memory stays valid after the daemon exits.
+//! * A daemon that starts after the process ([`look_due`], [`look`]): a
+//!   process that found no daemon at start stays *dormant* (`state.rs`):
+//!   its intercepted calls pass straight through after one coarse clock
+//!   read (`CLOCK_MONOTONIC_COARSE`, vDSO: no TSC, no syscall) compared
+//!   with the next look's time; at most once per `PCSTREAM_FLUSH_MS` one
+//!   caller (a CAS elects it) `stat`s `events.sock` and the table names.
+//!   When the socket is there the shim turns on (events sent, table
+//!   mapped). A process already sending events (record mode) picks up a
+//!   late socket in [`check`].
 //! * An old mapping is never unmapped (a concurrent reader may be probing
 //!   it); at most [`MAX_MAPPINGS`] are made per process (a table is a few
 //!   KiB), after which the process keeps the last one.
@@ -57,19 +66,91 @@ static INO: AtomicU64 = AtomicU64::new(0);
 static LAST_CHECK: AtomicU64 = AtomicU64::new(0);
 /// The table names to try, in order (NUL-terminated), set once at init.
 static PATHS: OnceLock<[CString; 2]> = OnceLock::new();
+/// The daemon's event socket (NUL-terminated), set once at init.
+static SOCKET: OnceLock<CString> = OnceLock::new();
+/// When a dormant process next looks for the daemon (coarse clock, ns).
+static NEXT_LOOK: AtomicU64 = AtomicU64::new(0);
 
-/// Remembers where the daemon's table is (`runtime_dir`) and maps it if it
-/// is there. Called once by the library constructor.
-pub fn init(runtime_dir: &Path, now_ns: u64) {
+/// Remembers where the daemon's table (`runtime_dir`) and event socket are
+/// and maps the table if it is there. Called once by the library
+/// constructor.
+pub fn init(runtime_dir: &Path, socket: &Path, now_ns: u64) {
     use std::os::unix::ffi::OsStrExt;
     // SAFETY: getuid has no preconditions.
     let uid = unsafe { libc::getuid() };
-    let mk = |name: String| {
-        CString::new(runtime_dir.join(name).as_os_str().as_bytes()).unwrap_or_default()
-    };
-    let _ = PATHS.set([mk(format!("mapping.{uid}")), mk("mapping.all".into())]);
+    let mk = |p: &Path| CString::new(p.as_os_str().as_bytes()).unwrap_or_default();
+    let _ = PATHS.set([
+        mk(&runtime_dir.join(format!("mapping.{uid}"))),
+        mk(&runtime_dir.join("mapping.all")),
+    ]);
+    let _ = SOCKET.set(mk(socket));
     LAST_CHECK.store(now_ns, Ordering::Relaxed);
+    NEXT_LOOK.store(coarse_ns(), Ordering::Relaxed);
     reattach();
+}
+
+/// `CLOCK_MONOTONIC_COARSE` in nanoseconds: the vDSO reads it from the
+/// kernel's data page without the TSC (a few ns; resolution one tick).
+#[inline(always)]
+fn coarse_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes the timespec we pass.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC_COARSE, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// Whether a dormant process should look for the daemon now (one coarse
+/// clock read and one load).
+#[inline(always)]
+pub fn look_due() -> bool {
+    coarse_ns() >= NEXT_LOOK.load(Ordering::Relaxed)
+}
+
+/// Looks for a daemon that started after this process: one caller per
+/// `flush_ns` (CAS-elected; the others return false at once) maps a new
+/// table if there is one and returns whether `events.sock` exists.
+#[cold]
+#[inline(never)]
+pub fn look(flush_ns: u64) -> bool {
+    let next = NEXT_LOOK.load(Ordering::Relaxed);
+    let now = coarse_ns();
+    if now < next
+        || NEXT_LOOK
+            .compare_exchange(
+                next,
+                now.saturating_add(flush_ns.max(1_000_000)),
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            )
+            .is_err()
+    {
+        return false;
+    }
+    reattach();
+    socket_exists()
+}
+
+/// Whether the daemon's event socket exists (a raw `stat`).
+fn socket_exists() -> bool {
+    let Some(p) = SOCKET.get().filter(|p| !p.as_bytes().is_empty()) else {
+        return false;
+    };
+    // SAFETY: stat is plain data; zero is a valid value.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: a NUL-terminated path and a stat buffer we own.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_newfstatat,
+            libc::AT_FDCWD,
+            p.as_ptr(),
+            &mut st as *mut libc::stat,
+            0,
+        )
+    };
+    rc == 0 && st.st_mode & libc::S_IFMT == libc::S_IFSOCK
 }
 
 /// The current table, if one is mapped.
@@ -112,7 +193,9 @@ pub fn generation() -> u64 {
 }
 
 /// Looks for a new table when `flush_ns` passed since the last look
-/// (`now_ns` on the shim's clock). Cheap when not due: one load.
+/// (`now_ns` on the shim's clock), and for the daemon's socket when
+/// events are not sent to one yet (record mode started without a daemon).
+/// Cheap when not due: one load.
 #[inline]
 pub fn check(now_ns: u64, flush_ns: u64) {
     let last = LAST_CHECK.load(Ordering::Relaxed);
@@ -124,6 +207,12 @@ pub fn check(now_ns: u64, flush_ns: u64) {
         .is_ok()
     {
         reattach();
+        if !crate::record::socket_on() && socket_exists() {
+            if let Some(p) = SOCKET.get() {
+                use std::os::unix::ffi::OsStrExt;
+                crate::record::open_socket(Path::new(std::ffi::OsStr::from_bytes(p.as_bytes())));
+            }
+        }
         LAST_CHECK.store(now_ns, Ordering::Release);
     }
 }

@@ -30,16 +30,24 @@ pub struct Daemon {
 impl Daemon {
     /// Starts pcstreamd with `config` (TOML text) and waits for its sockets.
     pub fn start(config: &str) -> Daemon {
+        let mut d = Daemon::unstarted(config);
+        d.spawn(&[]);
+        d
+    }
+
+    /// The directories and config of a daemon not started yet ([`Daemon::spawn`]).
+    pub fn unstarted(config: &str) -> Daemon {
+        // Built now, not while a test's writer runs.
+        pcstreamd_bin();
+        pcstream_tests::pcstreamctl();
         let dir = tempfile::tempdir().unwrap();
         let cfg = dir.path().join("pcstreamd.toml");
         std::fs::write(&cfg, config).unwrap();
-        let mut d = Daemon {
+        Daemon {
             dir,
             child: None,
             config: cfg,
-        };
-        d.spawn(&[]);
-        d
+        }
     }
 
     pub fn run_dir(&self) -> PathBuf {
