@@ -120,6 +120,13 @@ impl Daemon {
         serde_json::from_str(&out).unwrap()
     }
 
+    /// `contexts --json --limit 0`: every context row.
+    pub fn contexts(&self) -> Vec<serde_json::Value> {
+        let (ok, out, err) = self.ctl(&["contexts", "--json", "--limit", "0"]);
+        assert!(ok, "contexts failed: {err}\n{}", self.log());
+        serde_json::from_str(&out).unwrap()
+    }
+
     /// Waits until the daemon has ingested `events` events.
     pub fn wait_events(&self, events: u64) -> serde_json::Value {
         let t = Instant::now();
