@@ -171,6 +171,65 @@ fn malformed_datagrams_are_counted_and_learning_goes_on() {
     assert_eq!(st["signatures"], 1);
 }
 
+/// A gRPC call on ctl.sock made by hand (curl, HTTP/2 without TLS): the
+/// body is `payload` in one length-prefixed message (`None`: no body). The
+/// grpc-status sent.
+fn raw_grpc(d: &Daemon, method: &str, payload: Option<&[u8]>) -> String {
+    let body = d.dir.path().join("body");
+    let mut framed = vec![];
+    if let Some(p) = payload {
+        framed.push(0u8);
+        framed.extend_from_slice(&(p.len() as u32).to_be_bytes());
+        framed.extend_from_slice(p);
+    }
+    std::fs::write(&body, framed).unwrap();
+    let out = Command::new("curl")
+        .args(["-sS", "-i", "--http2-prior-knowledge", "--unix-socket"])
+        .arg(d.run_dir().join("ctl.sock"))
+        .args(["-H", "content-type: application/grpc", "-H", "te: trailers"])
+        .arg("--data-binary")
+        .arg(format!("@{}", body.display()))
+        .arg(format!("http://localhost/pcstream.v1.PcStream/{method}"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let at = text.find("grpc-status: ").unwrap_or_else(|| {
+        panic!(
+            "{method}: no grpc-status in the answer:\n{text}{}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    text[at + 13..]
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect()
+}
+
+#[test]
+fn malformed_grpc_requests_are_rejected_and_counted() {
+    require_tool("curl", "curl");
+    let d = Daemon::start("");
+    let before = d.status()["rejected_requests"].as_u64().unwrap();
+    // Not a protobuf message (a field tag with a length past the end).
+    assert_eq!(
+        raw_grpc(&d, "SetStreams", Some(b"\x0a\xff\xff\xff\x0f")),
+        "13"
+    );
+    assert_eq!(raw_grpc(&d, "Contexts", Some(&[0xff; 64])), "13");
+    // No such method (no body: the answer comes before the server reads one).
+    assert_eq!(raw_grpc(&d, "DropEverything", None), "12");
+    // A well-formed call still works, and the three are counted.
+    assert_eq!(raw_grpc(&d, "Status", Some(b"")), "0");
+    let st = d.status();
+    assert_eq!(
+        st["rejected_requests"].as_u64().unwrap() - before,
+        3,
+        "{st}"
+    );
+    let (ok, out, _) = d.ctl(&["status"]);
+    assert!(ok && out.contains("3 refused requests"), "{out}");
+}
+
 #[test]
 fn notify_ready_stopping_state_saved_and_reloaded() {
     let mut d = Daemon::start("");

@@ -116,6 +116,7 @@ pub async fn run(
     let mut stop_unix = stop_rx.clone();
     let grpc_unix = tokio::spawn(
         tonic::transport::Server::builder()
+            .layer(rpc::count_failures(shared.clone()))
             .add_service(svc.clone())
             .serve_with_incoming_shutdown(
                 tokio_stream::wrappers::UnixListenerStream::new(ctl),
@@ -131,6 +132,7 @@ pub async fn run(
         let mut stop_tcp = stop_rx.clone();
         Some(tokio::spawn(
             tonic::transport::Server::builder()
+                .layer(rpc::count_failures(shared.clone()))
                 .add_service(svc)
                 .serve_with_shutdown(addr, async move {
                     let _ = stop_tcp.wait_for(|s| *s).await;
