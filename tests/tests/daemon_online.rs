@@ -436,6 +436,26 @@ fn memory_is_capped_by_lru_eviction() {
 }
 
 #[test]
+fn one_uid_is_bounded_in_the_call_paths_it_brings() {
+    // A client flooding 500 distinct call paths: the learner keeps its
+    // bound (the 5 first), the rest is learnt as an unknown context and
+    // counted; the daemon keeps answering.
+    let d = Daemon::start("max_signatures_per_user = 5\n");
+    let evs: Vec<_> = (0..500u64).map(|i| page_write(1, i, 1000 + i)).collect();
+    send_events(&d.run_dir().join("events.sock"), &evs, 50);
+    let st = d.wait_events(evs.len() as u64);
+    assert_eq!(st["over_quota_events"].as_u64().unwrap(), 495, "{st}");
+    let sigs: Vec<String> = d
+        .contexts()
+        .iter()
+        .map(|c| c["signature"].as_str().unwrap().to_string())
+        .filter(|s| s != "0000000000000000")
+        .collect();
+    assert_eq!(sigs.len(), 5, "{sigs:?}");
+    assert_eq!(st["clock_pages"], 500, "every write still counts");
+}
+
+#[test]
 fn kill_9_mid_run_then_restart_reloads_the_last_save() {
     let mut d = Daemon::start("save_interval_s = 1\n");
     let mut evs = Vec::new();

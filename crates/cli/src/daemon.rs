@@ -279,7 +279,8 @@ fn status_json(r: &wire::StatusReply) -> serde_json::Value {
         "version": r.version, "uptime_s": r.uptime_s, "clients": r.clients,
         "events": r.events, "events_per_s": r.events_per_s, "batches": r.batches,
         "events_dropped_by_clients": r.events_dropped, "malformed_datagrams": r.malformed,
-        "rejected_requests": r.rejected_requests, "signatures": r.signatures,
+        "rejected_requests": r.rejected_requests, "over_quota_events": r.over_quota_events,
+        "signatures": r.signatures,
         "learners": r.learners, "streams": r.streams, "mapping_generation": r.mapping_generation,
         "last_recluster_s_ago": r.last_recluster_s, "live_chunks": r.live_chunks,
         "live_chunks_cap": r.live_chunks_cap, "rss_bytes": r.rss_bytes, "clock_pages": r.clock_pages,
@@ -298,7 +299,7 @@ fn status_text(r: &wire::StatusReply) -> String {
          events             {} ({:.0}/s), {} batches\n\
          dropped by clients {}\n\
          malformed          {} datagrams, {} refused requests\n\
-         signatures         {} in {} learner(s)\n\
+         signatures         {} in {} learner(s), {} events over the per-uid bound\n\
          streams            {} (mapping generation {}, last change {recl})\n\
          live chunks        {} of {}\n\
          memory (RSS)       {:.1} MiB\n\
@@ -314,6 +315,7 @@ fn status_text(r: &wire::StatusReply) -> String {
         r.rejected_requests,
         r.signatures,
         r.learners,
+        r.over_quota_events,
         r.streams,
         r.mapping_generation,
         r.live_chunks,

@@ -74,6 +74,10 @@ fn reload(shared: &Shared, path: Option<&Path>, overrides: &(Option<PathBuf>, Op
         *inner = Inner::new(&cfg, Some(st));
         shared.after_change(&mut inner);
     }
+    {
+        let mut inner = shared.inner.lock().unwrap_or_else(|e| e.into_inner());
+        inner.quota.set_limit(cfg.max_signatures_per_user);
+    }
     tracing::info!("SIGHUP: configuration reloaded");
     *cur = cfg;
 }

@@ -75,26 +75,31 @@ impl Service {
 pub fn count_failures(
     shared: Arc<Shared>,
 ) -> tower::util::MapResponseLayer<
-    impl Fn(tonic::codegen::http::Response<tonic::body::Body>) -> tonic::codegen::http::Response<tonic::body::Body> + Clone,
+    impl Fn(
+            tonic::codegen::http::Response<tonic::body::Body>,
+        ) -> tonic::codegen::http::Response<tonic::body::Body>
+        + Clone,
 > {
-    tower::util::MapResponseLayer::new(move |r: tonic::codegen::http::Response<tonic::body::Body>| {
-        let failed = r
-            .headers()
-            .get("grpc-status")
-            .is_some_and(|v| v.as_bytes() != b"0");
-        if failed {
-            let n = shared.counters.rejected.fetch_add(1, Ordering::Relaxed);
-            if n < 10 || n.is_power_of_two() {
-                let msg = r
-                    .headers()
-                    .get("grpc-message")
-                    .and_then(|v| v.to_str().ok())
-                    .unwrap_or("");
-                tracing::warn!(rejected = n + 1, message = msg, "gRPC request rejected");
+    tower::util::MapResponseLayer::new(
+        move |r: tonic::codegen::http::Response<tonic::body::Body>| {
+            let failed = r
+                .headers()
+                .get("grpc-status")
+                .is_some_and(|v| v.as_bytes() != b"0");
+            if failed {
+                let n = shared.counters.rejected.fetch_add(1, Ordering::Relaxed);
+                if n < 10 || n.is_power_of_two() {
+                    let msg = r
+                        .headers()
+                        .get("grpc-message")
+                        .and_then(|v| v.to_str().ok())
+                        .unwrap_or("");
+                    tracing::warn!(rejected = n + 1, message = msg, "gRPC request rejected");
+                }
             }
-        }
-        r
-    })
+            r
+        },
+    )
 }
 
 /// Resident set size of this process, bytes.
@@ -171,6 +176,7 @@ impl proto::pc_stream_server::PcStream for Service {
             clock_pages: e.clock(),
             batches: c.batches,
             rejected_requests: self.shared.counters.rejected.load(Ordering::Relaxed),
+            over_quota_events: inner.quota.over,
         }))
     }
 
