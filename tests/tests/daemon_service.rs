@@ -224,6 +224,50 @@ fn learning_is_per_uid_unless_shared() {
 }
 
 #[test]
+fn watch_on_a_terminal_draws_the_live_view_and_quits_on_q_and_ctrl_c() {
+    require_tool("script", "bsdutils");
+    let d = Daemon::start("");
+    let n = teach(&d);
+    d.wait_events(n as u64);
+    // `script` gives watch a pty; the key comes through it after 2 s.
+    for key in ["q", "\\003"] {
+        let cmd = format!(
+            "stty cols 140 rows 40; {} watch --interval-ms 200 --runtime-dir {}",
+            pcstream_tests::pcstreamctl().display(),
+            d.run_dir().display()
+        );
+        let t = std::time::Instant::now();
+        let out = Command::new("sh")
+            .arg("-c")
+            .arg(format!(
+                "(sleep 2; printf '{key}') | timeout 30 script -qfec \"$0\" /dev/null",
+            ))
+            .arg(&cmd)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "watch exited {}:\n{text}", out.status);
+        assert!(
+            t.elapsed() < std::time::Duration::from_secs(20),
+            "{key} did not quit"
+        );
+        let enter = text.find("\x1b[?1049h").expect("alternate screen entered");
+        let leave = text.rfind("\x1b[?1049l").expect("alternate screen left");
+        assert!(enter < leave);
+        for w in [
+            "streams",
+            "top",
+            "contexts",
+            "re-clusters",
+            "events/s",
+            "CALL",
+        ] {
+            assert!(text.contains(w), "{w} not drawn:\n{text}");
+        }
+    }
+}
+
+#[test]
 fn watch_prints_plain_lines_when_not_a_terminal() {
     let d = Daemon::start("");
     let n = teach(&d);
