@@ -45,13 +45,14 @@ pub const MAX_MAPPINGS: usize = 64;
 
 struct Slot {
     ptr: AtomicPtr<u8>,
-    len: AtomicUsize,
+    /// The table's slot mask, validated when it was mapped.
+    mask: AtomicUsize,
 }
 
 #[allow(clippy::declare_interior_mutable_const)]
 const EMPTY: Slot = Slot {
     ptr: AtomicPtr::new(std::ptr::null_mut()),
-    len: AtomicUsize::new(0),
+    mask: AtomicUsize::new(0),
 };
 static SLOTS: [Slot; MAX_MAPPINGS] = [EMPTY; MAX_MAPPINGS];
 /// 1 + the slot of the current mapping (0: none).
@@ -162,11 +163,12 @@ fn view() -> Option<TableView<'static>> {
     }
     let s = &SLOTS[cur - 1];
     let ptr = s.ptr.load(Ordering::Relaxed);
-    let len = s.len.load(Ordering::Relaxed);
+    let mask = s.mask.load(Ordering::Relaxed);
     // SAFETY: the slot was filled (before CURRENT was released) with a
-    // page-aligned read-only mapping of `len` bytes that is never unmapped;
-    // the daemon changes it only with atomic 64-bit stores.
-    unsafe { TableView::from_raw(ptr, len) }.ok()
+    // page-aligned read-only mapping that is never unmapped, and the mask
+    // of the view `from_raw` validated on it (the header is not re-read per
+    // write); the daemon changes it only with atomic 64-bit stores.
+    Some(unsafe { TableView::from_parts(ptr, mask) })
 }
 
 /// Whether a live table is mapped.
@@ -305,14 +307,17 @@ fn map_file(p: &CString) -> bool {
         return false;
     }
     // SAFETY: the mapping is page-aligned and `len` bytes long.
-    if unsafe { TableView::from_raw(ptr as *const u8, len) }.is_err() {
-        // SAFETY: nobody else has seen this mapping.
-        unsafe { libc::munmap(ptr, len) };
-        return false;
-    }
+    let mask = match unsafe { TableView::from_raw(ptr as *const u8, len) } {
+        Ok(v) => v.mask(),
+        Err(_) => {
+            // SAFETY: nobody else has seen this mapping.
+            unsafe { libc::munmap(ptr, len) };
+            return false;
+        }
+    };
     let s = &SLOTS[used];
     s.ptr.store(ptr.cast(), Ordering::Relaxed);
-    s.len.store(len, Ordering::Relaxed);
+    s.mask.store(mask, Ordering::Relaxed);
     USED.store(used + 1, Ordering::Relaxed);
     DEV.store(st.st_dev, Ordering::Relaxed);
     INO.store(st.st_ino, Ordering::Relaxed);
