@@ -18,7 +18,7 @@
 mod app_common;
 mod daemon_common;
 
-use daemon_common::{read_table, send_events, Daemon};
+use daemon_common::{page_write, read_table, send_events, Daemon};
 use ftl_sim::replay::{self, DeviceSpec, Replay, ReplayOptions};
 use pcstream_placement::pcstream::PcStream;
 use pcstream_placement::policies::PolicyConfig;
@@ -406,19 +406,6 @@ fn a_stopped_daemon_never_blocks_a_writer() {
         st.status
     );
     assert_eq!(std::fs::metadata(&file).unwrap().len(), 512 * 20000);
-}
-
-fn page_write(ino: u64, page: u64, sig: u64) -> wire::Event {
-    wire::Event {
-        kind: Some(Kind::Write(wire::WriteEvent {
-            file: Some(wire::FileId { dev: 1, ino }),
-            offset: page * 4096,
-            len: 4096,
-            signature: sig,
-            ..Default::default()
-        })),
-        ..Default::default()
-    }
 }
 
 #[test]

@@ -12,10 +12,8 @@
 
 mod daemon_common;
 
-use daemon_common::Daemon;
-use pcstream_placement::hint::F_GET_RW_HINT;
+use daemon_common::{rw_hint, under_shim, Daemon};
 use pcstream_tests::require_tool;
-use std::os::fd::AsRawFd;
 use std::path::Path;
 use std::process::Command;
 
@@ -28,7 +26,7 @@ use std::process::Command;
 /// files longer. (A smaller shape — 1 MiB memtable, 4 MiB L1 — rewrote L1
 /// so often that compaction output died sooner than the WAL.)
 fn db_bench(d: &Daemon, db: &Path, benchmarks: &str, num: &str) {
-    let out = Command::new("db_bench")
+    let out = under_shim(d, &["db_bench"])
         .arg(format!("--db={}", db.display()))
         .arg(format!("--benchmarks={benchmarks}"))
         .arg(format!("--num={num}"))
@@ -41,9 +39,6 @@ fn db_bench(d: &Daemon, db: &Path, benchmarks: &str, num: &str) {
             "--statistics=0",
             "--use_existing_db=0",
         ])
-        .env("LD_PRELOAD", pcstream_tests::shim())
-        .env("PCSTREAM_RUNTIME_DIR", d.run_dir())
-        .env("PCSTREAM_FLUSH_MS", "20")
         .output()
         .unwrap();
     assert!(
@@ -51,16 +46,6 @@ fn db_bench(d: &Daemon, db: &Path, benchmarks: &str, num: &str) {
         "db_bench failed: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-}
-
-/// The hint on the file at `p` (`F_GET_RW_HINT`).
-fn rw_hint(p: &Path) -> u64 {
-    let f = std::fs::File::open(p).unwrap();
-    let mut v = 0u64;
-    // SAFETY: F_GET_RW_HINT writes one u64 we own.
-    let rc = unsafe { libc::fcntl(f.as_raw_fd(), F_GET_RW_HINT, &mut v as *mut u64) };
-    assert_eq!(rc, 0, "F_GET_RW_HINT: {}", std::io::Error::last_os_error());
-    v
 }
 
 fn frames_contain(c: &serde_json::Value, what: &[&str]) -> bool {
@@ -181,16 +166,6 @@ fn db_bench_wal_created_after_publication_carries_the_learnt_hint() {
             l.display()
         );
     }
-}
-
-/// Runs `cmd` under the shim attached to `d`.
-fn under_shim(d: &Daemon, cmd: &[&str]) -> Command {
-    let mut c = Command::new(cmd[0]);
-    c.args(&cmd[1..])
-        .env("LD_PRELOAD", pcstream_tests::shim())
-        .env("PCSTREAM_RUNTIME_DIR", d.run_dir())
-        .env("PCSTREAM_FLUSH_MS", "20");
-    c
 }
 
 /// The busiest context's signature (hex) once the daemon has seen `events`.

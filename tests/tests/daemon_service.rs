@@ -7,7 +7,7 @@
 
 mod daemon_common;
 
-use daemon_common::{read_table, send_events, Daemon};
+use daemon_common::{page_write, read_table, send_events, Daemon};
 use pcstream_placement::wire::{self, event::Kind};
 use pcstream_tests::require_tool;
 use std::process::Command;
@@ -62,23 +62,10 @@ fn systemd_unit_verifies_and_is_rated_safe() {
     assert!(score <= 2.0, "{line}");
 }
 
-fn write(ino: u64, page: u64, sig: u64) -> wire::Event {
-    wire::Event {
-        kind: Some(Kind::Write(wire::WriteEvent {
-            file: Some(wire::FileId { dev: 1, ino }),
-            offset: page * 4096,
-            len: 4096,
-            signature: sig,
-            ..Default::default()
-        })),
-        ..Default::default()
-    }
-}
-
 fn teach(d: &Daemon) -> usize {
     let mut evs = Vec::new();
     for round in 0..3000u64 {
-        evs.push(write(1000 + round, 0, 5));
+        evs.push(page_write(1000 + round, 0, 5));
         evs.push(wire::Event {
             kind: Some(Kind::Invalidate(wire::InvalidateEvent {
                 file: Some(wire::FileId {
@@ -91,7 +78,7 @@ fn teach(d: &Daemon) -> usize {
             })),
             ..Default::default()
         });
-        evs.push(write(7, round % 64, 6));
+        evs.push(page_write(7, round % 64, 6));
     }
     send_events(&d.run_dir().join("events.sock"), &evs, 100);
     evs.len()

@@ -16,12 +16,11 @@
 mod app_common;
 mod daemon_common;
 
-use daemon_common::Daemon;
-use pcstream_placement::hint::{RwHint, F_GET_RW_HINT};
+use daemon_common::{rw_hint, Daemon};
+use pcstream_placement::hint::RwHint;
 use pcstream_placement::wire::event::Kind;
 use pcstream_tests::require_tool;
 use std::collections::BTreeMap;
-use std::os::fd::AsRawFd;
 use std::path::Path;
 
 fn script(rows: u32, rounds: u32) -> String {
@@ -62,15 +61,6 @@ fn run(d: &Daemon, dir: &Path, rows: u32, rounds: u32) -> app_common::Recorded {
             ("PCSTREAM_FLUSH_MS", "20"),
         ],
     )
-}
-
-fn rw_hint(p: &Path) -> u64 {
-    let f = std::fs::File::open(p).unwrap();
-    let mut v = 0u64;
-    // SAFETY: F_GET_RW_HINT writes one u64 we own.
-    let rc = unsafe { libc::fcntl(f.as_raw_fd(), F_GET_RW_HINT, &mut v as *mut u64) };
-    assert_eq!(rc, 0, "F_GET_RW_HINT: {}", std::io::Error::last_os_error());
-    v
 }
 
 /// The heaviest of `sigs` (signature → bytes).
@@ -132,8 +122,7 @@ fn sqlite_journal_and_database_learnt_apart_and_a_new_journal_gets_its_hint() {
             Some(Kind::Write(w)) if t.file_matches(t.file_of(i, &w.file), &journal) => Some(w),
             _ => None,
         })
-        .filter(|w| w.stream != 0)
-        .last()
+        .rfind(|w| w.stream != 0)
         .expect("journal writes placed by the live mapping");
     let h = rw_hint(&dir2.join("test.db-journal"));
     assert_eq!(

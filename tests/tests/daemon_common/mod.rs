@@ -5,9 +5,11 @@
 
 #![allow(dead_code)]
 
+use pcstream_placement::hint::F_GET_RW_HINT;
 use pcstream_placement::table::TableView;
-use pcstream_placement::wire;
+use pcstream_placement::wire::{self, event::Kind};
 use prost::Message;
+use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixDatagram;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -187,4 +189,39 @@ pub fn read_table(path: &Path) -> Vec<(u64, u32, u8)> {
     let mut e = v.entries_vec();
     e.sort_unstable();
     e
+}
+
+/// A 4 KiB write event of page `page` of inode `ino` (dev 1) by `sig`, for
+/// replay clients.
+pub fn page_write(ino: u64, page: u64, sig: u64) -> wire::Event {
+    wire::Event {
+        kind: Some(Kind::Write(wire::WriteEvent {
+            file: Some(wire::FileId { dev: 1, ino }),
+            offset: page * 4096,
+            len: 4096,
+            signature: sig,
+            ..Default::default()
+        })),
+        ..Default::default()
+    }
+}
+
+/// The hint on the file at `p` (`F_GET_RW_HINT`).
+pub fn rw_hint(p: &Path) -> u64 {
+    let f = std::fs::File::open(p).unwrap();
+    let mut v = 0u64;
+    // SAFETY: F_GET_RW_HINT writes one u64 we own.
+    let rc = unsafe { libc::fcntl(f.as_raw_fd(), F_GET_RW_HINT, &mut v as *mut u64) };
+    assert_eq!(rc, 0, "F_GET_RW_HINT: {}", std::io::Error::last_os_error());
+    v
+}
+
+/// `cmd` under the shim attached to `d` (batches flushed every 20 ms).
+pub fn under_shim(d: &Daemon, cmd: &[&str]) -> Command {
+    let mut c = Command::new(cmd[0]);
+    c.args(&cmd[1..])
+        .env("LD_PRELOAD", pcstream_tests::shim())
+        .env("PCSTREAM_RUNTIME_DIR", d.run_dir())
+        .env("PCSTREAM_FLUSH_MS", "20");
+    c
 }
