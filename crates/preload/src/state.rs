@@ -465,6 +465,12 @@ fn emit_start() {
 #[cold]
 #[inline(never)]
 fn wake() {
+    // Not in a vfork child (posix_spawn's file actions call dup2/close in
+    // one): it shares the suspended parent's memory; the parent looks itself.
+    // SAFETY: getpid has no preconditions.
+    if unsafe { libc::getpid() } as u32 != record::pid() {
+        return;
+    }
     tls::with(|t| {
         if t.in_shim.replace(true) {
             return;
