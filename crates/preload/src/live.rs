@@ -19,10 +19,11 @@
 //!   mapping is kept: its memory stays valid after the daemon exits.
 //! * A daemon that starts after the process ([`look_due`], [`look`]): a
 //!   process that found no daemon at start stays *dormant* (`state.rs`):
-//!   its intercepted calls pass straight through after one coarse clock
-//!   read (`CLOCK_MONOTONIC_COARSE`, vDSO: no TSC, no syscall) compared
-//!   with the next look's time; at most once per `PCSTREAM_FLUSH_MS` one
-//!   caller (a CAS elects it) `stat`s `events.sock` and the table names.
+//!   its intercepted calls pass straight through after one `rdtsc`
+//!   compared with the next look's deadline (flush interval × 5 GHz, the
+//!   fastest TSC, so never early); then one caller (a CAS on the
+//!   `CLOCK_MONOTONIC_COARSE` deadline elects it, at most once per
+//!   `PCSTREAM_FLUSH_MS`) `stat`s `events.sock` and the table names.
 //!   When the socket is there the shim turns on (events sent, table
 //!   mapped). A process already sending events (record mode) picks up a
 //!   late socket in [`check`].
@@ -71,6 +72,12 @@ static PATHS: OnceLock<[CString; 2]> = OnceLock::new();
 static SOCKET: OnceLock<CString> = OnceLock::new();
 /// When a dormant process next looks for the daemon (coarse clock, ns).
 static NEXT_LOOK: AtomicU64 = AtomicU64::new(0);
+/// The same deadline as a TSC value, a pre-filter read per call (see
+/// [`look_due`]).
+static NEXT_LOOK_TSC: AtomicU64 = AtomicU64::new(0);
+/// TSC ticks per ns assumed when turning `flush_ns` into a TSC deadline: no
+/// x86 TSC runs faster than 5 GHz, so the deadline is never early.
+const MAX_TICKS_PER_NS: u64 = 5;
 
 /// Remembers where the daemon's table (`runtime_dir`) and event socket are
 /// and maps the table if it is there. Called once by the library
@@ -103,11 +110,19 @@ fn coarse_ns() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
-/// Whether a dormant process should look for the daemon now (one coarse
-/// clock read and one load).
+#[inline(always)]
+fn rdtsc() -> u64 {
+    // SAFETY: rdtsc has no preconditions on x86_64.
+    unsafe { core::arch::x86_64::_rdtsc() }
+}
+
+/// Whether a dormant process may look for the daemon now: one `rdtsc` and
+/// one load per call (a vDSO clock read costs ~25 instructions more; the
+/// elected [`look`] checks the coarse clock itself, so a TSC that is not
+/// in step across CPUs can only make a look happen later or be skipped).
 #[inline(always)]
 pub fn look_due() -> bool {
-    coarse_ns() >= NEXT_LOOK.load(Ordering::Relaxed)
+    rdtsc() >= NEXT_LOOK_TSC.load(Ordering::Relaxed)
 }
 
 /// Looks for a daemon that started after this process: one caller per
@@ -118,11 +133,16 @@ pub fn look_due() -> bool {
 pub fn look(flush_ns: u64) -> bool {
     let next = NEXT_LOOK.load(Ordering::Relaxed);
     let now = coarse_ns();
+    let wait = flush_ns.max(1_000_000);
+    NEXT_LOOK_TSC.store(
+        rdtsc().saturating_add(wait.saturating_mul(MAX_TICKS_PER_NS)),
+        Ordering::Relaxed,
+    );
     if now < next
         || NEXT_LOOK
             .compare_exchange(
                 next,
-                now.saturating_add(flush_ns.max(1_000_000)),
+                now.saturating_add(wait),
                 Ordering::Relaxed,
                 Ordering::Relaxed,
             )

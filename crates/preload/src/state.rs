@@ -457,7 +457,7 @@ fn emit_start() {
     });
 }
 
-/// A dormant process's look for the daemon is due ([`Guard::enter`]): when
+/// A dormant process's look for the daemon may be due ([`Guard::enter`]): when
 /// `events.sock` has appeared, events go to it from now on and the shim is
 /// active (START sent, the table mapped by `live::look`). Allocation-free
 /// and lock-free (it may run in a signal handler or inside an allocator);
