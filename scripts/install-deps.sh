@@ -8,6 +8,9 @@
 #   mkfs.ext4       e2fsprogs      `record --device-trace` scratch file systems
 #   losetup         mount          loop devices for `record --device-trace`
 #   systemd-analyze systemd        checks packaging/pcstreamd.service (verify, security)
+#   curl            curl           raw (malformed) gRPC requests to pcstreamd
+#   script          bsdutils       a pty for `pcstreamctl watch`'s terminal view
+#   python3         python3        bench/gen_cbase.py (gcc workloads)
 #   qemu-system-x86_64, debootstrap, cpio, zstd   tests/qemu (the NVMe target under a Linux guest)
 #   CPython's tests libpython3.11-testsuite  app_cpython_tests (a real application's own test suite under the shim)
 set -euo pipefail
@@ -22,6 +25,9 @@ check nm binutils
 check mkfs.ext4 e2fsprogs
 check losetup mount
 check systemd-analyze systemd
+check curl curl
+check script bsdutils
+check python3 python3
 check qemu-system-x86_64 qemu-system-x86
 check debootstrap debootstrap
 check cpio cpio

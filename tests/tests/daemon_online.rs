@@ -18,7 +18,7 @@
 mod app_common;
 mod daemon_common;
 
-use daemon_common::{read_table, send_events, Daemon};
+use daemon_common::{page_write, read_table, send_events, Daemon};
 use pcstream_placement::env as var;
 use pcstream_placement::pcstream::PcStream;
 use pcstream_placement::policies::PolicyConfig;
@@ -170,6 +170,65 @@ fn malformed_datagrams_are_counted_and_learning_goes_on() {
     assert!(st["malformed_datagrams"].as_u64().unwrap() >= 4, "{st}");
     assert_eq!(st["clock_pages"], 2);
     assert_eq!(st["signatures"], 1);
+}
+
+/// A gRPC call on ctl.sock made by hand (curl, HTTP/2 without TLS): the
+/// body is `payload` in one length-prefixed message (`None`: no body). The
+/// grpc-status sent.
+fn raw_grpc(d: &Daemon, method: &str, payload: Option<&[u8]>) -> String {
+    let body = d.dir.path().join("body");
+    let mut framed = vec![];
+    if let Some(p) = payload {
+        framed.push(0u8);
+        framed.extend_from_slice(&(p.len() as u32).to_be_bytes());
+        framed.extend_from_slice(p);
+    }
+    std::fs::write(&body, framed).unwrap();
+    let out = Command::new("curl")
+        .args(["-sS", "-i", "--http2-prior-knowledge", "--unix-socket"])
+        .arg(d.run_dir().join("ctl.sock"))
+        .args(["-H", "content-type: application/grpc", "-H", "te: trailers"])
+        .arg("--data-binary")
+        .arg(format!("@{}", body.display()))
+        .arg(format!("http://localhost/pcstream.v1.PcStream/{method}"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let at = text.find("grpc-status: ").unwrap_or_else(|| {
+        panic!(
+            "{method}: no grpc-status in the answer:\n{text}{}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    text[at + 13..]
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect()
+}
+
+#[test]
+fn malformed_grpc_requests_are_rejected_and_counted() {
+    require_tool("curl", "curl");
+    let d = Daemon::start("");
+    let before = d.status()["rejected_requests"].as_u64().unwrap();
+    // Not a protobuf message (a field tag with a length past the end).
+    assert_eq!(
+        raw_grpc(&d, "SetStreams", Some(b"\x0a\xff\xff\xff\x0f")),
+        "13"
+    );
+    assert_eq!(raw_grpc(&d, "Contexts", Some(&[0xff; 64])), "13");
+    // No such method (no body: the answer comes before the server reads one).
+    assert_eq!(raw_grpc(&d, "DropEverything", None), "12");
+    // A well-formed call still works, and the three are counted.
+    assert_eq!(raw_grpc(&d, "Status", Some(b"")), "0");
+    let st = d.status();
+    assert_eq!(
+        st["rejected_requests"].as_u64().unwrap() - before,
+        3,
+        "{st}"
+    );
+    let (ok, out, _) = d.ctl(&["status"]);
+    assert!(ok && out.contains("3 refused requests"), "{out}");
 }
 
 #[test]
@@ -350,19 +409,6 @@ fn a_stopped_daemon_never_blocks_a_writer() {
     assert_eq!(std::fs::metadata(&file).unwrap().len(), 512 * 20000);
 }
 
-fn page_write(ino: u64, page: u64, sig: u64) -> wire::Event {
-    wire::Event {
-        kind: Some(Kind::Write(wire::WriteEvent {
-            file: Some(wire::FileId { dev: 1, ino }),
-            offset: page * 4096,
-            len: 4096,
-            signature: sig,
-            ..Default::default()
-        })),
-        ..Default::default()
-    }
-}
-
 #[test]
 fn memory_is_capped_by_lru_eviction() {
     // 1 MiB cap = 10,922 live-data entries; 30,000 writes to distinct chunks.
@@ -375,6 +421,26 @@ fn memory_is_capped_by_lru_eviction() {
     let cap = (1u64 << 20) / pcstream_placement::lifetime::ENTRY_BYTES as u64;
     assert_eq!(st["live_chunks_cap"].as_u64().unwrap(), cap);
     assert_eq!(st["live_chunks"].as_u64().unwrap(), cap, "{st}");
+}
+
+#[test]
+fn one_uid_is_bounded_in_the_call_paths_it_brings() {
+    // A client flooding 500 distinct call paths: the learner keeps its
+    // bound (the 5 first), the rest is learnt as an unknown context and
+    // counted; the daemon keeps answering.
+    let d = Daemon::start("max_signatures_per_user = 5\n");
+    let evs: Vec<_> = (0..500u64).map(|i| page_write(1, i, 1000 + i)).collect();
+    send_events(&d.run_dir().join("events.sock"), &evs, 50);
+    let st = d.wait_events(evs.len() as u64);
+    assert_eq!(st["over_quota_events"].as_u64().unwrap(), 495, "{st}");
+    let sigs: Vec<String> = d
+        .contexts()
+        .iter()
+        .map(|c| c["signature"].as_str().unwrap().to_string())
+        .filter(|s| s != "0000000000000000")
+        .collect();
+    assert_eq!(sigs.len(), 5, "{sigs:?}");
+    assert_eq!(st["clock_pages"], 500, "every write still counts");
 }
 
 #[test]

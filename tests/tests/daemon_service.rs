@@ -7,7 +7,8 @@
 
 mod daemon_common;
 
-use daemon_common::{read_table, send_events, Daemon};
+use daemon_common::{page_write, read_table, send_events, Daemon};
+use pcstream_placement::env as var;
 use pcstream_placement::wire::{self, event::Kind};
 use pcstream_tests::require_tool;
 use std::process::Command;
@@ -62,23 +63,10 @@ fn systemd_unit_verifies_and_is_rated_safe() {
     assert!(score <= 2.0, "{line}");
 }
 
-fn write(ino: u64, page: u64, sig: u64) -> wire::Event {
-    wire::Event {
-        kind: Some(Kind::Write(wire::WriteEvent {
-            file: Some(wire::FileId { dev: 1, ino }),
-            offset: page * 4096,
-            len: 4096,
-            signature: sig,
-            ..Default::default()
-        })),
-        ..Default::default()
-    }
-}
-
 fn teach(d: &Daemon) -> usize {
     let mut evs = Vec::new();
     for round in 0..3000u64 {
-        evs.push(write(1000 + round, 0, 5));
+        evs.push(page_write(1000 + round, 0, 5));
         evs.push(wire::Event {
             kind: Some(Kind::Invalidate(wire::InvalidateEvent {
                 file: Some(wire::FileId {
@@ -91,7 +79,7 @@ fn teach(d: &Daemon) -> usize {
             })),
             ..Default::default()
         });
-        evs.push(write(7, round % 64, 6));
+        evs.push(page_write(7, round % 64, 6));
     }
     send_events(&d.run_dir().join("events.sock"), &evs, 100);
     evs.len()
@@ -148,7 +136,8 @@ fn shim_dd_as_nobody(d: &Daemon) -> std::path::PathBuf {
         .args(["-u", "nobody", "--", "env"])
         .arg(format!("LD_PRELOAD={}", pcstream_tests::shim().display()))
         .arg(format!(
-            "PCSTREAM_SOCKET={}",
+            "{}={}",
+            var::SOCKET,
             d.run_dir().join("events.sock").display()
         ))
         .args(["dd", "if=/dev/zero", "bs=4096", "count=16"])
@@ -219,6 +208,50 @@ fn learning_is_per_uid_unless_shared() {
             assert!(rows.iter().filter(|r| r["uid"] == 0).count() == 2);
             // Root's table is untouched by nobody's events.
             assert_eq!(read_table(&d.run_dir().join("mapping.0")), root_before);
+        }
+    }
+}
+
+#[test]
+fn watch_on_a_terminal_draws_the_live_view_and_quits_on_q_and_ctrl_c() {
+    require_tool("script", "bsdutils");
+    let d = Daemon::start("");
+    let n = teach(&d);
+    d.wait_events(n as u64);
+    // `script` gives watch a pty; the key comes through it after 2 s.
+    for key in ["q", "\\003"] {
+        let cmd = format!(
+            "stty cols 140 rows 40; {} watch --interval-ms 200 --runtime-dir {}",
+            pcstream_tests::pcstreamctl().display(),
+            d.run_dir().display()
+        );
+        let t = std::time::Instant::now();
+        let out = Command::new("sh")
+            .arg("-c")
+            .arg(format!(
+                "(sleep 2; printf '{key}') | timeout 30 script -qfec \"$0\" /dev/null",
+            ))
+            .arg(&cmd)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "watch exited {}:\n{text}", out.status);
+        assert!(
+            t.elapsed() < std::time::Duration::from_secs(20),
+            "{key} did not quit"
+        );
+        let enter = text.find("\x1b[?1049h").expect("alternate screen entered");
+        let leave = text.rfind("\x1b[?1049l").expect("alternate screen left");
+        assert!(enter < leave);
+        for w in [
+            "streams",
+            "top",
+            "contexts",
+            "re-clusters",
+            "events/s",
+            "CALL",
+        ] {
+            assert!(text.contains(w), "{w} not drawn:\n{text}");
         }
     }
 }

@@ -12,6 +12,7 @@
 
 mod shim_common;
 
+use pcstream_placement::env as var;
 use shim_common::traces;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -61,7 +62,7 @@ fn run(work: &Path, env: &[(&str, String)]) -> BTreeMap<String, String> {
             c.env_remove(k);
         }
     }
-    c.env("PCSTREAM_SOCKET", "/nonexistent/pcstream-test.sock");
+    c.env(var::SOCKET, "/nonexistent/pcstream-test.sock");
     for (k, v) in env {
         c.env(k, v);
     }
@@ -95,11 +96,11 @@ fn cpython_os_tests_give_the_same_results_natively_with_the_shim_and_in_record_m
         vec![],
         vec![
             ("LD_PRELOAD", shim.clone()),
-            ("PCSTREAM_MAP", map.to_str().unwrap().into()),
+            (var::MAP, map.to_str().unwrap().into()),
         ],
         vec![
             ("LD_PRELOAD", shim),
-            ("PCSTREAM_RECORD_DIR", rec.path().to_str().unwrap().into()),
+            (var::RECORD_DIR, rec.path().to_str().unwrap().into()),
         ],
     ];
     let [native, mapped, recorded] = std::thread::scope(|s| {

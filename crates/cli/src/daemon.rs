@@ -8,7 +8,7 @@ use anyhow::{anyhow, Context as _};
 use clap::{Args, Subcommand};
 use hyper_util::rt::TokioIo;
 use pcstream_placement::wire;
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use tonic::transport::{Channel, Endpoint};
 
@@ -16,7 +16,9 @@ use tonic::transport::{Channel, Endpoint};
 mod proto {
     tonic::include_proto!("pcstream.v1");
 }
-use proto::pc_stream_client::PcStreamClient;
+pub(crate) use proto::pc_stream_client::PcStreamClient;
+/// The client's transport.
+pub(crate) type TonicChannel = Channel;
 
 /// Where the daemon is, shared by the daemon subcommands.
 #[derive(Debug, Clone, Args)]
@@ -113,7 +115,7 @@ pub struct ImportArgs {
 pub fn runtime_dir(c: &Conn) -> PathBuf {
     c.runtime_dir
         .clone()
-        .or_else(|| std::env::var_os("PCSTREAM_RUNTIME_DIR").map(PathBuf::from))
+        .or_else(|| std::env::var_os(pcstream_placement::env::RUNTIME_DIR).map(PathBuf::from))
         .unwrap_or_else(|| PathBuf::from("/run/pcstream"))
 }
 
@@ -139,7 +141,7 @@ async fn connect(sock: &Path) -> anyhow::Result<PcStreamClient<Channel>> {
     Ok(PcStreamClient::new(ch).max_decoding_message_size(256 << 20))
 }
 
-fn status_err(sock: &Path, s: tonic::Status) -> anyhow::Error {
+pub(crate) fn status_err(sock: &Path, s: tonic::Status) -> anyhow::Error {
     anyhow!("pcstreamd ({}): {}", sock.display(), s.message())
 }
 
@@ -210,7 +212,7 @@ async fn run_async(conn: Conn, cmd: DaemonCmd) -> anyhow::Result<()> {
                 print!("{}", streams_text(&r));
             }
         }
-        DaemonCmd::Watch(a) => watch(&mut c, &sock, &conn, &a).await?,
+        DaemonCmd::Watch(a) => crate::watch::run(&mut c, &sock, &conn, &a).await?,
         DaemonCmd::Export(a) => {
             let r = c
                 .export(wire::ExportRequest {})
@@ -274,12 +276,13 @@ async fn run_async(conn: Conn, cmd: DaemonCmd) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn status_json(r: &wire::StatusReply) -> serde_json::Value {
+pub(crate) fn status_json(r: &wire::StatusReply) -> serde_json::Value {
     serde_json::json!({
         "version": r.version, "uptime_s": r.uptime_s, "clients": r.clients,
         "events": r.events, "events_per_s": r.events_per_s, "batches": r.batches,
         "events_dropped_by_clients": r.events_dropped, "malformed_datagrams": r.malformed,
-        "rejected_requests": r.rejected_requests, "signatures": r.signatures,
+        "rejected_requests": r.rejected_requests, "over_quota_events": r.over_quota_events,
+        "signatures": r.signatures,
         "learners": r.learners, "streams": r.streams, "mapping_generation": r.mapping_generation,
         "last_recluster_s_ago": r.last_recluster_s, "live_chunks": r.live_chunks,
         "live_chunks_cap": r.live_chunks_cap, "rss_bytes": r.rss_bytes, "clock_pages": r.clock_pages,
@@ -298,7 +301,7 @@ fn status_text(r: &wire::StatusReply) -> String {
          events             {} ({:.0}/s), {} batches\n\
          dropped by clients {}\n\
          malformed          {} datagrams, {} refused requests\n\
-         signatures         {} in {} learner(s)\n\
+         signatures         {} in {} learner(s), {} events over the per-uid bound\n\
          streams            {} (mapping generation {}, last change {recl})\n\
          live chunks        {} of {}\n\
          memory (RSS)       {:.1} MiB\n\
@@ -314,6 +317,7 @@ fn status_text(r: &wire::StatusReply) -> String {
         r.rejected_requests,
         r.signatures,
         r.learners,
+        r.over_quota_events,
         r.streams,
         r.mapping_generation,
         r.live_chunks,
@@ -330,7 +334,7 @@ fn split_frame(f: &str) -> Option<(&str, u64)> {
     Some((p, u64::from_str_radix(o, 16).ok()?))
 }
 
-fn context_json(
+pub(crate) fn context_json(
     x: &wire::Context,
     sym: Option<&mut crate::symbolize::Symbolizer>,
 ) -> serde_json::Value {
@@ -358,7 +362,7 @@ fn context_json(
     })
 }
 
-fn human_bytes(b: f64) -> String {
+pub(crate) fn human_bytes(b: f64) -> String {
     let units = ["B", "KiB", "MiB", "GiB", "TiB"];
     let mut v = b;
     let mut i = 0;
@@ -452,118 +456,4 @@ fn streams_text(r: &wire::StreamsReply) -> String {
         ));
     }
     s
-}
-
-/// Terminal in non-canonical, no-echo mode while alive (for `q`).
-struct RawMode(Option<libc::termios>);
-
-impl RawMode {
-    fn enter() -> RawMode {
-        // SAFETY: tcgetattr/tcsetattr on fd 0 with a termios we own.
-        unsafe {
-            let mut t: libc::termios = std::mem::zeroed();
-            if libc::tcgetattr(0, &mut t) != 0 {
-                return RawMode(None);
-            }
-            let saved = t;
-            t.c_lflag &= !(libc::ICANON | libc::ECHO);
-            t.c_cc[libc::VMIN] = 0;
-            t.c_cc[libc::VTIME] = 0;
-            libc::tcsetattr(0, libc::TCSANOW, &t);
-            RawMode(Some(saved))
-        }
-    }
-
-    fn quit_pressed(&self) -> bool {
-        if self.0.is_none() {
-            return false;
-        }
-        let mut b = [0u8; 16];
-        // SAFETY: non-blocking read (VMIN=0, VTIME=0) into a local buffer.
-        let n = unsafe { libc::read(0, b.as_mut_ptr().cast(), b.len()) };
-        n > 0 && b[..n as usize].iter().any(|&c| c == b'q' || c == b'Q')
-    }
-}
-
-impl Drop for RawMode {
-    fn drop(&mut self) {
-        if let Some(t) = self.0 {
-            // SAFETY: restores the attributes read in enter().
-            unsafe { libc::tcsetattr(0, libc::TCSANOW, &t) };
-        }
-    }
-}
-
-async fn watch(
-    c: &mut PcStreamClient<Channel>,
-    sock: &Path,
-    conn: &Conn,
-    a: &WatchArgs,
-) -> anyhow::Result<()> {
-    let tty = std::io::stdout().is_terminal() && !conn.json;
-    let raw = if tty && std::io::stdin().is_terminal() {
-        Some(RawMode::enter())
-    } else {
-        None
-    };
-    let mut updates = c
-        .watch(wire::WatchRequest {})
-        .await
-        .map_err(|s| status_err(sock, s))?
-        .into_inner();
-    let mut n = 0u64;
-    let mut last_gen = None;
-    let mut tick = tokio::time::interval(std::time::Duration::from_millis(a.interval_ms.max(50)));
-    let ctrl_c = tokio::signal::ctrl_c();
-    tokio::pin!(ctrl_c);
-    loop {
-        tokio::select! {
-            _ = &mut ctrl_c => break,
-            u = updates.message() => {
-                match u.map_err(|s| status_err(sock, s))? {
-                    Some(u) if !tty => {
-                        if conn.json {
-                            println!("{}", serde_json::json!({"event": "mapping", "uid": u.uid, "generation": u.generation, "signatures": u.signature_to_stream.len()}));
-                        } else {
-                            println!("mapping generation {} uid {}: {} signatures mapped", u.generation, u.uid, u.signature_to_stream.len());
-                        }
-                    }
-                    Some(u) => last_gen = Some(u.generation),
-                    None => return Err(anyhow!("pcstreamd ({}) closed the watch stream", sock.display())),
-                }
-            }
-            _ = tick.tick() => {
-                let st = c.status(wire::StatusRequest {}).await.map_err(|s| status_err(sock, s))?.into_inner();
-                if tty {
-                    let sr = c.streams(wire::StreamsRequest {}).await.map_err(|s| status_err(sock, s))?.into_inner();
-                    let cx = c.contexts(wire::ContextsRequest { symbolize: false, limit: 10 }).await.map_err(|s| status_err(sock, s))?.into_inner();
-                    let rows: Vec<_> = cx.contexts.iter().map(|x| context_json(x, None)).collect();
-                    let mut out = String::from("\x1b[H\x1b[2J");
-                    out.push_str(&format!("pcstreamctl watch — {} (q or Ctrl-C to quit)  last mapping update: {}\n\n",
-                        sock.display(), last_gen.map_or("-".into(), |g: u64| format!("generation {g}"))));
-                    out.push_str(&status_text(&st));
-                    out.push('\n');
-                    out.push_str(&streams_text(&sr));
-                    out.push('\n');
-                    out.push_str(&contexts_text(&rows).lines().filter(|l| !l.starts_with("    ")).collect::<Vec<_>>().join("\n"));
-                    out.push('\n');
-                    print!("{out}");
-                    std::io::stdout().flush()?;
-                } else if conn.json {
-                    println!("{}", serde_json::json!({"event": "status", "status": status_json(&st)}));
-                } else {
-                    println!("events {} ({:.0}/s) signatures {} generation {} clients {} rss {:.1} MiB",
-                        st.events, st.events_per_s, st.signatures, st.mapping_generation, st.clients, st.rss_bytes as f64 / 1048576.0);
-                }
-                n += 1;
-                if a.count > 0 && n >= a.count {
-                    break;
-                }
-                if raw.as_ref().is_some_and(|r| r.quit_pressed()) {
-                    break;
-                }
-            }
-        }
-    }
-    Ok(())
 }

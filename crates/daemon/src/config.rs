@@ -40,6 +40,9 @@ pub struct Config {
     pub share_between_users: bool,
     /// Signatures whose frames and programs are kept for `contexts`.
     pub max_signatures: usize,
+    /// Call paths one uid may bring into its learner, and descriptions it
+    /// may add (`quota.rs`).
+    pub max_signatures_per_user: usize,
     /// Seconds between state saves (0 = only at shutdown).
     pub save_interval_s: u64,
     /// Largest datagram accepted, bytes.
@@ -84,6 +87,7 @@ impl Default for Config {
             chunk_kib: 1024,
             share_between_users: false,
             max_signatures: 100_000,
+            max_signatures_per_user: 20_000,
             save_interval_s: 60,
             max_datagram_bytes: 1 << 20,
             grpc_tcp: String::new(),
@@ -173,6 +177,13 @@ impl Config {
                 "chunk_kib",
                 self.chunk_kib.to_string(),
                 "must be a multiple of 4 in 4..=1048576",
+            ));
+        }
+        if self.max_signatures_per_user == 0 {
+            return Err(bad(
+                "max_signatures_per_user",
+                "0".into(),
+                "must be at least 1",
             ));
         }
         if self.memory_cap_mib == 0 || self.memory_cap_mib > 1 << 20 {

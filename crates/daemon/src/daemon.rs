@@ -74,6 +74,10 @@ fn reload(shared: &Shared, path: Option<&Path>, overrides: &(Option<PathBuf>, Op
         *inner = Inner::new(&cfg, Some(st));
         shared.after_change(&mut inner);
     }
+    {
+        let mut inner = shared.inner.lock().unwrap_or_else(|e| e.into_inner());
+        inner.quota.set_limit(cfg.max_signatures_per_user);
+    }
     tracing::info!("SIGHUP: configuration reloaded");
     *cur = cfg;
 }
@@ -116,6 +120,7 @@ pub async fn run(
     let mut stop_unix = stop_rx.clone();
     let grpc_unix = tokio::spawn(
         tonic::transport::Server::builder()
+            .layer(rpc::count_failures(shared.clone()))
             .add_service(svc.clone())
             .serve_with_incoming_shutdown(
                 tokio_stream::wrappers::UnixListenerStream::new(ctl),
@@ -131,6 +136,7 @@ pub async fn run(
         let mut stop_tcp = stop_rx.clone();
         Some(tokio::spawn(
             tonic::transport::Server::builder()
+                .layer(rpc::count_failures(shared.clone()))
                 .add_service(svc)
                 .serve_with_shutdown(addr, async move {
                     let _ = stop_tcp.wait_for(|s| *s).await;

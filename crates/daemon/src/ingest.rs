@@ -110,11 +110,21 @@ pub async fn run(sock: UnixDatagram, shared: Arc<Shared>) {
         };
         let batch = res.and_then(|(uid, pid, n)| decode_datagram(&buf[..n]).map(|b| (uid, pid, b)));
         match batch {
-            Ok((uid, pid, b)) => {
-                let mut inner = shared.inner.lock().unwrap_or_else(|e| e.into_inner());
+            Ok((uid, pid, mut b)) => {
+                let mut guard = shared.inner.lock().unwrap_or_else(|e| e.into_inner());
+                let inner = &mut *guard;
                 inner.saw_client(pid);
+                let over = inner.quota.admit(&inner.engine, uid, &mut b);
+                if over > 0 && (inner.quota.over - over == 0 || inner.quota.over.is_power_of_two())
+                {
+                    tracing::warn!(
+                        uid,
+                        over_quota = inner.quota.over,
+                        "per-uid signature bound reached"
+                    );
+                }
                 inner.engine.ingest(uid, pid, &b);
-                shared.after_change(&mut inner);
+                shared.after_change(inner);
             }
             Err(e) => {
                 let n = shared.counters.malformed.fetch_add(1, Ordering::Relaxed);

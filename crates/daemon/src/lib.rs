@@ -14,5 +14,6 @@ pub mod ingest;
 pub mod notify;
 pub mod persist;
 pub mod publish;
+pub mod quota;
 pub mod rpc;
 pub mod state;

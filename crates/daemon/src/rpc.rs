@@ -3,7 +3,12 @@
 //! SetStreams, Recluster, Import — allowed only to root and the daemon's own
 //! uid, checked from the connection's peer credentials (`SO_PEERCRED`);
 //! over the optional TCP listener there are none, so they are refused there.
-//! Refused and invalid requests are counted (`rejected_requests`).
+//! Every request answered with an error is counted (`rejected_requests`)
+//! by a layer around the whole server ([`count_failures`]): refusals and
+//! invalid arguments from the handlers, and what never reaches a handler —
+//! a body that is not the method's protobuf message, an oversized message,
+//! an unknown method. The counter is bounded work per request; nothing a
+//! client sends stops the server.
 
 use crate::state::Shared;
 use pcstream_placement::online::{Engine, EngineState, SHARED};
@@ -34,11 +39,9 @@ impl Service {
         Service { shared }
     }
 
+    /// A refusal (counted by [`count_failures`] on its way out).
     fn reject(&self, s: Status) -> Status {
-        self.shared
-            .counters
-            .rejected
-            .fetch_add(1, Ordering::Relaxed);
+        tracing::debug!(status = %s, "request refused");
         s
     }
 
@@ -64,6 +67,39 @@ impl Service {
     fn lock(&self) -> std::sync::MutexGuard<'_, crate::state::Inner> {
         self.shared.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
+}
+
+/// The layer that counts every gRPC response carrying an error status in
+/// its headers (a trailers-only response: how tonic answers a request it
+/// refuses, cannot decode or does not know) in `rejected_requests`.
+pub fn count_failures(
+    shared: Arc<Shared>,
+) -> tower::util::MapResponseLayer<
+    impl Fn(
+            tonic::codegen::http::Response<tonic::body::Body>,
+        ) -> tonic::codegen::http::Response<tonic::body::Body>
+        + Clone,
+> {
+    tower::util::MapResponseLayer::new(
+        move |r: tonic::codegen::http::Response<tonic::body::Body>| {
+            let failed = r
+                .headers()
+                .get("grpc-status")
+                .is_some_and(|v| v.as_bytes() != b"0");
+            if failed {
+                let n = shared.counters.rejected.fetch_add(1, Ordering::Relaxed);
+                if n < 10 || n.is_power_of_two() {
+                    let msg = r
+                        .headers()
+                        .get("grpc-message")
+                        .and_then(|v| v.to_str().ok())
+                        .unwrap_or("");
+                    tracing::warn!(rejected = n + 1, message = msg, "gRPC request rejected");
+                }
+            }
+            r
+        },
+    )
 }
 
 /// Resident set size of this process, bytes.
@@ -140,6 +176,7 @@ impl proto::pc_stream_server::PcStream for Service {
             clock_pages: e.clock(),
             batches: c.batches,
             rejected_requests: self.shared.counters.rejected.load(Ordering::Relaxed),
+            over_quota_events: inner.quota.over,
         }))
     }
 

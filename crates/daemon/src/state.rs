@@ -32,6 +32,8 @@ pub struct Inner {
     pub clients: HashSet<u32>,
     /// Events counted at the last rate sample, and when.
     pub rate_mark: (u64, Instant, f64),
+    /// Per-uid bounds.
+    pub quota: crate::quota::Quota,
 }
 
 /// Lock-free counters.
@@ -81,6 +83,7 @@ impl Inner {
             last_recluster: None,
             clients: HashSet::new(),
             rate_mark: (0, Instant::now(), 0.0),
+            quota: crate::quota::Quota::new(cfg.max_signatures_per_user),
         }
     }
 

@@ -132,6 +132,29 @@ impl<'a> TableView<'a> {
         TableView::new(words)
     }
 
+    /// Slots − 1 (for [`TableView::from_parts`]).
+    #[inline]
+    pub fn mask(&self) -> usize {
+        self.mask
+    }
+
+    /// The view [`TableView::from_raw`] made of `ptr`, rebuilt from `ptr`
+    /// and that view's [`TableView::mask`] without reading and checking the
+    /// header again: a reader's per-lookup path (the shim's).
+    ///
+    /// # Safety
+    /// As for [`TableView::from_raw`], and `mask` is that of a view
+    /// `from_raw` returned for the same memory (a table's slot count never
+    /// changes in place: a table that grows is a new file).
+    #[inline(always)]
+    pub unsafe fn from_parts(ptr: *const u8, mask: usize) -> Self {
+        // SAFETY: see the function's contract; the validated view covered
+        // `table_words(mask + 1)` words.
+        let words =
+            unsafe { std::slice::from_raw_parts(ptr.cast::<AtomicU64>(), table_words(mask + 1)) };
+        TableView { words, mask }
+    }
+
     /// Stream and hint of `sig`, `None` when the table does not map it.
     /// Lock-free and allocation-free: a probe sequence of atomic loads.
     #[inline]

@@ -15,6 +15,12 @@ pub const UNINIT: u8 = 0;
 pub const ACTIVE: u8 = 2;
 /// `Hot::state`: every call passes straight through.
 pub const PASSTHROUGH: u8 = 3;
+/// `Hot::state`: nothing to do yet (no trace directory, no daemon, no
+/// mapping); calls pass through, and now and then one looks for a daemon
+/// that started after the process (`state::wake`, `live::look`).
+pub const DORMANT: u8 = 4;
+/// `Hot::state`: a dormant process turning active (one thread, `state::wake`).
+pub const WAKING: u8 = 5;
 
 /// What every intercepted write reads, in one cache line: after a write
 /// syscall the shim's data is usually cold, and one miss is cheaper than

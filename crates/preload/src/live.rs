@@ -17,6 +17,16 @@
 //!   interposers are not re-entered; no allocation (the path is built once at
 //!   init). When the file is gone (daemon stopped or killed), the last good
 //!   mapping is kept: its memory stays valid after the daemon exits.
+//! * A daemon that starts after the process ([`look_due`], [`look`]): a
+//!   process that found no daemon at start stays *dormant* (`state.rs`):
+//!   its intercepted calls pass straight through after one `rdtsc`
+//!   compared with the next look's deadline (flush interval × 5 GHz, the
+//!   fastest TSC, so never early); then one caller (a CAS on the
+//!   `CLOCK_MONOTONIC_COARSE` deadline elects it, at most once per
+//!   `PCSTREAM_FLUSH_MS`) `stat`s `events.sock` and the table names.
+//!   When the socket is there the shim turns on (events sent, table
+//!   mapped). A process already sending events (record mode) picks up a
+//!   late socket in [`check`].
 //! * An old mapping is never unmapped (a concurrent reader may be probing
 //!   it); at most [`MAX_MAPPINGS`] are made per process (a table is a few
 //!   KiB), after which the process keeps the last one.
@@ -36,13 +46,14 @@ pub const MAX_MAPPINGS: usize = 64;
 
 struct Slot {
     ptr: AtomicPtr<u8>,
-    len: AtomicUsize,
+    /// The table's slot mask, validated when it was mapped.
+    mask: AtomicUsize,
 }
 
 #[allow(clippy::declare_interior_mutable_const)]
 const EMPTY: Slot = Slot {
     ptr: AtomicPtr::new(std::ptr::null_mut()),
-    len: AtomicUsize::new(0),
+    mask: AtomicUsize::new(0),
 };
 static SLOTS: [Slot; MAX_MAPPINGS] = [EMPTY; MAX_MAPPINGS];
 /// 1 + the slot of the current mapping (0: none).
@@ -57,19 +68,110 @@ static INO: AtomicU64 = AtomicU64::new(0);
 static LAST_CHECK: AtomicU64 = AtomicU64::new(0);
 /// The table names to try, in order (NUL-terminated), set once at init.
 static PATHS: OnceLock<[CString; 2]> = OnceLock::new();
+/// The daemon's event socket (NUL-terminated), set once at init.
+static SOCKET: OnceLock<CString> = OnceLock::new();
+/// When a dormant process next looks for the daemon (coarse clock, ns).
+static NEXT_LOOK: AtomicU64 = AtomicU64::new(0);
+/// The same deadline as a TSC value, a pre-filter read per call (see
+/// [`look_due`]).
+static NEXT_LOOK_TSC: AtomicU64 = AtomicU64::new(0);
+/// TSC ticks per ns assumed when turning `flush_ns` into a TSC deadline: no
+/// x86 TSC runs faster than 5 GHz, so the deadline is never early.
+const MAX_TICKS_PER_NS: u64 = 5;
 
-/// Remembers where the daemon's table is (`runtime_dir`) and maps it if it
-/// is there. Called once by the library constructor.
-pub fn init(runtime_dir: &Path, now_ns: u64) {
+/// Remembers where the daemon's table (`runtime_dir`) and event socket are
+/// and maps the table if it is there. Called once by the library
+/// constructor.
+pub fn init(runtime_dir: &Path, socket: &Path, now_ns: u64) {
     use std::os::unix::ffi::OsStrExt;
     // SAFETY: getuid has no preconditions.
     let uid = unsafe { libc::getuid() };
-    let mk = |name: String| {
-        CString::new(runtime_dir.join(name).as_os_str().as_bytes()).unwrap_or_default()
-    };
-    let _ = PATHS.set([mk(format!("mapping.{uid}")), mk("mapping.all".into())]);
+    let mk = |p: &Path| CString::new(p.as_os_str().as_bytes()).unwrap_or_default();
+    let _ = PATHS.set([
+        mk(&runtime_dir.join(format!("mapping.{uid}"))),
+        mk(&runtime_dir.join("mapping.all")),
+    ]);
+    let _ = SOCKET.set(mk(socket));
     LAST_CHECK.store(now_ns, Ordering::Relaxed);
+    NEXT_LOOK.store(coarse_ns(), Ordering::Relaxed);
     reattach();
+}
+
+/// `CLOCK_MONOTONIC_COARSE` in nanoseconds: the vDSO reads it from the
+/// kernel's data page without the TSC (a few ns; resolution one tick).
+#[inline(always)]
+fn coarse_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes the timespec we pass.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC_COARSE, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+#[inline(always)]
+fn rdtsc() -> u64 {
+    // SAFETY: rdtsc has no preconditions on x86_64.
+    unsafe { core::arch::x86_64::_rdtsc() }
+}
+
+/// Whether a dormant process may look for the daemon now: one `rdtsc` and
+/// one load per call (a vDSO clock read costs ~25 instructions more; the
+/// elected [`look`] checks the coarse clock itself, so a TSC that is not
+/// in step across CPUs can only make a look happen later or be skipped).
+#[inline(always)]
+pub fn look_due() -> bool {
+    rdtsc() >= NEXT_LOOK_TSC.load(Ordering::Relaxed)
+}
+
+/// Looks for a daemon that started after this process: one caller per
+/// `flush_ns` (CAS-elected; the others return false at once) maps a new
+/// table if there is one and returns whether `events.sock` exists.
+#[cold]
+#[inline(never)]
+pub fn look(flush_ns: u64) -> bool {
+    let next = NEXT_LOOK.load(Ordering::Relaxed);
+    let now = coarse_ns();
+    let wait = flush_ns.max(1_000_000);
+    NEXT_LOOK_TSC.store(
+        rdtsc().saturating_add(wait.saturating_mul(MAX_TICKS_PER_NS)),
+        Ordering::Relaxed,
+    );
+    if now < next
+        || NEXT_LOOK
+            .compare_exchange(
+                next,
+                now.saturating_add(wait),
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            )
+            .is_err()
+    {
+        return false;
+    }
+    reattach();
+    socket_exists()
+}
+
+/// Whether the daemon's event socket exists (a raw `stat`).
+fn socket_exists() -> bool {
+    let Some(p) = SOCKET.get().filter(|p| !p.as_bytes().is_empty()) else {
+        return false;
+    };
+    // SAFETY: stat is plain data; zero is a valid value.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: a NUL-terminated path and a stat buffer we own.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_newfstatat,
+            libc::AT_FDCWD,
+            p.as_ptr(),
+            &mut st as *mut libc::stat,
+            0,
+        )
+    };
+    rc == 0 && st.st_mode & libc::S_IFMT == libc::S_IFSOCK
 }
 
 /// The current table, if one is mapped.
@@ -81,11 +183,12 @@ fn view() -> Option<TableView<'static>> {
     }
     let s = &SLOTS[cur - 1];
     let ptr = s.ptr.load(Ordering::Relaxed);
-    let len = s.len.load(Ordering::Relaxed);
+    let mask = s.mask.load(Ordering::Relaxed);
     // SAFETY: the slot was filled (before CURRENT was released) with a
-    // page-aligned read-only mapping of `len` bytes that is never unmapped;
-    // the daemon changes it only with atomic 64-bit stores.
-    unsafe { TableView::from_raw(ptr, len) }.ok()
+    // page-aligned read-only mapping that is never unmapped, and the mask
+    // of the view `from_raw` validated on it (the header is not re-read per
+    // write); the daemon changes it only with atomic 64-bit stores.
+    Some(unsafe { TableView::from_parts(ptr, mask) })
 }
 
 /// Whether a live table is mapped.
@@ -112,7 +215,9 @@ pub fn generation() -> u64 {
 }
 
 /// Looks for a new table when `flush_ns` passed since the last look
-/// (`now_ns` on the shim's clock). Cheap when not due: one load.
+/// (`now_ns` on the shim's clock), and for the daemon's socket when
+/// events are not sent to one yet (record mode started without a daemon).
+/// Cheap when not due: one load.
 #[inline]
 pub fn check(now_ns: u64, flush_ns: u64) {
     let last = LAST_CHECK.load(Ordering::Relaxed);
@@ -124,6 +229,12 @@ pub fn check(now_ns: u64, flush_ns: u64) {
         .is_ok()
     {
         reattach();
+        if !crate::record::socket_on() && socket_exists() {
+            if let Some(p) = SOCKET.get() {
+                use std::os::unix::ffi::OsStrExt;
+                crate::record::open_socket(Path::new(std::ffi::OsStr::from_bytes(p.as_bytes())));
+            }
+        }
         LAST_CHECK.store(now_ns, Ordering::Release);
     }
 }
@@ -216,14 +327,17 @@ fn map_file(p: &CString) -> bool {
         return false;
     }
     // SAFETY: the mapping is page-aligned and `len` bytes long.
-    if unsafe { TableView::from_raw(ptr as *const u8, len) }.is_err() {
-        // SAFETY: nobody else has seen this mapping.
-        unsafe { libc::munmap(ptr, len) };
-        return false;
-    }
+    let mask = match unsafe { TableView::from_raw(ptr as *const u8, len) } {
+        Ok(v) => v.mask(),
+        Err(_) => {
+            // SAFETY: nobody else has seen this mapping.
+            unsafe { libc::munmap(ptr, len) };
+            return false;
+        }
+    };
     let s = &SLOTS[used];
     s.ptr.store(ptr.cast(), Ordering::Relaxed);
-    s.len.store(len, Ordering::Relaxed);
+    s.mask.store(mask, Ordering::Relaxed);
     USED.store(used + 1, Ordering::Relaxed);
     DEV.store(st.st_dev, Ordering::Relaxed);
     INO.store(st.st_ino, Ordering::Relaxed);

@@ -206,7 +206,13 @@ fn note_lost(n: u64) {
     sys_close(fd);
 }
 
-/// Uses the daemon socket at `path` if it exists (init only).
+/// Whether batches go to the daemon's socket.
+pub fn socket_on() -> bool {
+    SOCK_PATH.is_on()
+}
+
+/// Uses the daemon socket at `path` if it exists (at init, or once when a
+/// daemon appears later: `live.rs`, while the slot is off).
 pub fn open_socket(path: &Path) -> bool {
     let bytes = path.as_os_str().as_bytes();
     // SAFETY: sockaddr_un is plain data; zero is a valid value.

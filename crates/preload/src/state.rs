@@ -1,10 +1,12 @@
 //! The shim's life cycle: initialisation (library constructor), the
 //! per-thread re-entrancy guard, fork handling and exit.
 //!
-//! States: `UNINIT` → `ACTIVE` or `PASSTHROUGH` (disabled, or nothing to do:
-//! no trace directory, no daemon socket, no mapping). Entry points do real
-//! work only in `ACTIVE` and when this thread is not already inside the shim
-//! (a signal handler interrupting the shim, or the shim's own libc calls).
+//! States: `UNINIT` → `ACTIVE`, `DORMANT` (nothing to do yet: no trace
+//! directory, no daemon socket, no mapping) or `PASSTHROUGH` (disabled).
+//! `DORMANT` → `ACTIVE` when a daemon appears (`live.rs` looks at most once
+//! per `PCSTREAM_FLUSH_MS`). Entry points do real work only in `ACTIVE` and
+//! when this thread is not already inside the shim (a signal handler
+//! interrupting the shim, or the shim's own libc calls).
 
 use crate::batch;
 use crate::config::Config;
@@ -16,12 +18,15 @@ use std::ffi::CStr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
 
-use crate::hot::{ACTIVE, HOT, PASSTHROUGH};
+use crate::hot::{ACTIVE, DORMANT, HOT, PASSTHROUGH, WAKING};
 
 static CONFIG: OnceLock<Config> = OnceLock::new();
 /// EXIT was written (by `fini` or `_exit`): write it once.
 static EXITED: AtomicBool = AtomicBool::new(false);
 static ARGV: OnceLock<Vec<Vec<u8>>> = OnceLock::new();
+/// `/proc/self/exe`, read at init (a dormant process's START is sent when
+/// the daemon appears, from any context: nothing is allocated then).
+static EXE: OnceLock<Vec<u8>> = OnceLock::new();
 
 /// Signatures already described in this process (`SignatureInfo` sent).
 pub static SEEN_SIGS: SeenSet<8192> = SeenSet::new();
@@ -38,7 +43,11 @@ impl Guard {
     /// Enters the shim, or `None` when the call must pass straight through.
     #[inline(always)]
     pub fn enter() -> Option<Guard> {
-        if HOT.state.load(Ordering::Acquire) != ACTIVE {
+        let s = HOT.state.load(Ordering::Acquire);
+        if s != ACTIVE {
+            if s == DORMANT && crate::live::look_due() {
+                wake();
+            }
             return None;
         }
         tls::with(|t| {
@@ -282,7 +291,7 @@ pub unsafe fn init(argc: i32, argv: *const *const libc::c_char) {
             Err(e) => eprintln!("{e} (mapping ignored)"),
         }
     }
-    crate::live::init(&c.runtime_dir, crate::clock::precise_ns());
+    crate::live::init(&c.runtime_dir, &c.socket, crate::clock::precise_ns());
     if crate::live::present() {
         debug(format_args!(
             "live mapping table in {} (generation {})",
@@ -295,24 +304,65 @@ pub unsafe fn init(argc: i32, argv: *const *const libc::c_char) {
     }
     open_trace_file(crate::clock::precise_ns());
     HOT.events.store(record::active(), Ordering::Relaxed);
+    let _ = EXE.set(exe());
+    // SAFETY: registering plain extern "C" handlers.
+    unsafe { libc::pthread_atfork(None, Some(after_fork_parent), Some(after_fork_child)) };
     if !record::active() && !hint::have_map() && !crate::live::present() {
-        HOT.state.store(PASSTHROUGH, Ordering::Release);
+        // Nothing to do until a daemon appears (`live::look`).
+        HOT.state.store(DORMANT, Ordering::Release);
         tls::with(|t| t.in_shim.set(false));
         return;
     }
-    // SAFETY: registering plain extern "C" handlers.
-    unsafe { libc::pthread_atfork(None, Some(after_fork_parent), Some(after_fork_child)) };
     HOT.state.store(ACTIVE, Ordering::Release);
-    let exe = exe();
+    emit_start();
+    tls::with(|t| t.in_shim.set(false));
+}
+
+/// The START event of this process.
+fn emit_start() {
     emit(&Kind::Process {
         kind: ProcessKind::Start,
         // SAFETY: getppid has no preconditions.
         ppid: unsafe { libc::getppid() } as u32,
-        exe: &exe,
+        exe: EXE.get().map_or(&[], |e| e.as_slice()),
         argv: ARGV.get().map(|v| v.as_slice()).unwrap_or(&[]),
         dropped: 0,
     });
-    tls::with(|t| t.in_shim.set(false));
+}
+
+/// A dormant process's look for the daemon may be due ([`Guard::enter`]): when
+/// `events.sock` has appeared, events go to it from now on and the shim is
+/// active (START sent, the table mapped by `live::look`). Allocation-free
+/// and lock-free (it may run in a signal handler or inside an allocator);
+/// the call that runs it passes through.
+#[cold]
+#[inline(never)]
+fn wake() {
+    // Not in a vfork child (posix_spawn's file actions call dup2/close in
+    // one): it shares the suspended parent's memory; the parent looks itself.
+    // SAFETY: getpid has no preconditions.
+    if unsafe { libc::getpid() } as u32 != record::pid() {
+        return;
+    }
+    tls::with(|t| {
+        if t.in_shim.replace(true) {
+            return;
+        }
+        if crate::live::look(HOT.flush_ns.load(Ordering::Relaxed))
+            && HOT
+                .state
+                .compare_exchange(DORMANT, WAKING, Ordering::Acquire, Ordering::Relaxed)
+                .is_ok()
+        {
+            observe(|| {
+                record::open_socket(&cfg().socket);
+                HOT.events.store(record::active(), Ordering::Relaxed);
+            });
+            HOT.state.store(ACTIVE, Ordering::Release);
+            observe(emit_start);
+        }
+        t.in_shim.set(false);
+    });
 }
 
 extern "C" fn after_fork_parent() {

@@ -5,9 +5,12 @@
 
 #![allow(dead_code)]
 
+use pcstream_placement::env as var;
+use pcstream_placement::hint::F_GET_RW_HINT;
 use pcstream_placement::table::TableView;
-use pcstream_placement::wire;
+use pcstream_placement::wire::{self, event::Kind};
 use prost::Message;
+use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixDatagram;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -30,16 +33,24 @@ pub struct Daemon {
 impl Daemon {
     /// Starts pcstreamd with `config` (TOML text) and waits for its sockets.
     pub fn start(config: &str) -> Daemon {
+        let mut d = Daemon::unstarted(config);
+        d.spawn(&[]);
+        d
+    }
+
+    /// The directories and config of a daemon not started yet ([`Daemon::spawn`]).
+    pub fn unstarted(config: &str) -> Daemon {
+        // Built now, not while a test's writer runs.
+        pcstreamd_bin();
+        pcstream_tests::pcstreamctl();
         let dir = tempfile::tempdir().unwrap();
         let cfg = dir.path().join("pcstreamd.toml");
         std::fs::write(&cfg, config).unwrap();
-        let mut d = Daemon {
+        Daemon {
             dir,
             child: None,
             config: cfg,
-        };
-        d.spawn(&[]);
-        d
+        }
     }
 
     pub fn run_dir(&self) -> PathBuf {
@@ -112,6 +123,13 @@ impl Daemon {
         serde_json::from_str(&out).unwrap()
     }
 
+    /// `contexts --json --limit 0`: every context row.
+    pub fn contexts(&self) -> Vec<serde_json::Value> {
+        let (ok, out, err) = self.ctl(&["contexts", "--json", "--limit", "0"]);
+        assert!(ok, "contexts failed: {err}\n{}", self.log());
+        serde_json::from_str(&out).unwrap()
+    }
+
     /// Waits until the daemon has ingested `events` events.
     pub fn wait_events(&self, events: u64) -> serde_json::Value {
         let t = Instant::now();
@@ -172,4 +190,39 @@ pub fn read_table(path: &Path) -> Vec<(u64, u32, u8)> {
     let mut e = v.entries_vec();
     e.sort_unstable();
     e
+}
+
+/// A 4 KiB write event of page `page` of inode `ino` (dev 1) by `sig`, for
+/// replay clients.
+pub fn page_write(ino: u64, page: u64, sig: u64) -> wire::Event {
+    wire::Event {
+        kind: Some(Kind::Write(wire::WriteEvent {
+            file: Some(wire::FileId { dev: 1, ino }),
+            offset: page * 4096,
+            len: 4096,
+            signature: sig,
+            ..Default::default()
+        })),
+        ..Default::default()
+    }
+}
+
+/// The hint on the file at `p` (`F_GET_RW_HINT`).
+pub fn rw_hint(p: &Path) -> u64 {
+    let f = std::fs::File::open(p).unwrap();
+    let mut v = 0u64;
+    // SAFETY: F_GET_RW_HINT writes one u64 we own.
+    let rc = unsafe { libc::fcntl(f.as_raw_fd(), F_GET_RW_HINT, &mut v as *mut u64) };
+    assert_eq!(rc, 0, "F_GET_RW_HINT: {}", std::io::Error::last_os_error());
+    v
+}
+
+/// `cmd` under the shim attached to `d` (batches flushed every 20 ms).
+pub fn under_shim(d: &Daemon, cmd: &[&str]) -> Command {
+    let mut c = Command::new(cmd[0]);
+    c.args(&cmd[1..])
+        .env("LD_PRELOAD", pcstream_tests::shim())
+        .env(var::RUNTIME_DIR, d.run_dir())
+        .env(var::FLUSH_MS, "20");
+    c
 }
