@@ -8,7 +8,7 @@
 //! read and written by [`trace`]. PC signatures are defined in [`signature`],
 //! kernel write-lifetime hints in [`hint`].
 //!
-//! The policies: [`policy::Baseline`], [`autostream`] (SFR and MQ),
+//! The policies: [`policy::Baseline`], [`autostream`] (SFR and MQ), [`sepbit`],
 //! [`app_hints`], and — with the default `learn` feature, which brings linfa
 //! and ndarray — `pcstream` (built from [`lifetime`] and `mapper`) and
 //! `oracle`; `policies::build` makes any of them by name. The shim depends on
@@ -38,6 +38,7 @@ pub mod policies;
 pub mod policy;
 #[cfg(all(test, feature = "learn"))]
 mod scenarios;
+pub mod sepbit;
 pub mod signature;
 pub mod table;
 pub mod trace;
@@ -54,5 +55,5 @@ pub mod wire {
     include!(concat!(env!("OUT_DIR"), "/pcstream.v1.rs"));
 }
 
-pub use policy::{Baseline, FromTrace, Placement, StreamId, WriteCtx};
+pub use policy::{Baseline, FromTrace, GcPlacement, Placement, StreamId, WriteCtx};
 pub use signature::Signature;

@@ -75,6 +75,12 @@ pub struct MapperConfig {
     /// the shortest lifetime worth telling apart ([`resolution_floor`]).
     /// 0 = unknown, no floor. Default 0; the simulator sets its block size.
     pub erase_unit_pages: u64,
+    /// Hysteresis (log2 units) of a re-clustering: a signature keeps the
+    /// stream it had when its feature is at most this much farther from
+    /// that stream's new centroid than from the nearest one, so a
+    /// signature whose data spans lifetimes does not hop between streams
+    /// at every re-clustering. 0 = none (the paper). Default 1.0.
+    pub hysteresis_log2: f64,
 }
 
 impl Default for MapperConfig {
@@ -90,6 +96,7 @@ impl Default for MapperConfig {
             replicas: 1024,
             n_runs: 4,
             erase_unit_pages: 0,
+            hysteresis_log2: 1.0,
         }
     }
 }
@@ -498,13 +505,28 @@ impl Mapper {
             self.cfg.replicas,
             self.cfg.n_runs,
         );
-        self.assign.clear();
+        let old = std::mem::take(&mut self.assign);
         self.clustered.clear();
+        let h = self.cfg.hysteresis_log2;
         for (f, &l) in feats.iter().zip(&c.labels) {
             self.clustered.insert(f.sig, f.log2_lifetime);
-            if !c.centroids.is_empty() {
-                self.assign.insert(f.sig, l as StreamId + 1);
+            if c.centroids.is_empty() {
+                continue;
             }
+            let mut stream = l as StreamId + 1;
+            // Hysteresis: stay in the old stream while its centroid is
+            // nearly as close as the nearest one.
+            if let Some(&prev) = old.get(&f.sig) {
+                if h > 0.0 && prev >= 1 && (prev as usize) <= c.centroids.len() {
+                    let x = f.log2_lifetime;
+                    let d_new = (x - c.centroids[l]).abs();
+                    let d_old = (x - c.centroids[prev as usize - 1]).abs();
+                    if d_old <= d_new + h {
+                        stream = prev;
+                    }
+                }
+            }
+            self.assign.insert(f.sig, stream);
         }
         self.centroids = c.centroids;
         self.generation += 1;
@@ -817,5 +839,49 @@ mod tests {
             "{floored:?}"
         );
         assert!(floored[3] > floored[0], "{floored:?}");
+    }
+
+    /// A signature whose feature sits between two clusters keeps its
+    /// stream across re-clusterings while it moves less than the
+    /// hysteresis; without hysteresis it follows the nearest centroid.
+    #[test]
+    fn hysteresis_keeps_a_borderline_signature_in_its_stream() {
+        let feats = |x: f64| {
+            vec![
+                Feature {
+                    sig: 1,
+                    log2_lifetime: 4.0,
+                    weight: 100.0,
+                    censored: false,
+                },
+                Feature {
+                    sig: 2,
+                    log2_lifetime: 20.0,
+                    weight: 100.0,
+                    censored: false,
+                },
+                Feature {
+                    sig: 3,
+                    log2_lifetime: x,
+                    weight: 1.0,
+                    censored: false,
+                },
+            ]
+        };
+        for (h, want) in [(1.0, [1, 1, 1]), (0.0, [1, 2, 1])] {
+            let mut m = Mapper::new(
+                3,
+                MapperConfig {
+                    hysteresis_log2: h,
+                    ..Default::default()
+                },
+            );
+            let mut got = Vec::new();
+            for x in [11.5, 12.2, 11.0] {
+                m.recluster(&feats(x));
+                got.push(m.stream(3));
+            }
+            assert_eq!(got, want, "hysteresis {h}");
+        }
     }
 }

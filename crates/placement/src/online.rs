@@ -450,6 +450,7 @@ mod tests {
                     ..Default::default()
                 },
                 key_by_lba: false,
+                refine: crate::pcstream::RefineConfig::none(),
             },
             share_between_users: share,
             max_signatures: 1000,
