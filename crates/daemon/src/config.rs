@@ -237,6 +237,9 @@ impl Config {
                 lifetime,
                 mapper,
                 key_by_lba: false,
+                // The shim looks its stream up by PC signature alone: the
+                // engine must learn and publish plain signatures.
+                refine: pcstream_placement::pcstream::RefineConfig::none(),
             },
             share_between_users: self.share_between_users,
             max_signatures: self.max_signatures,
