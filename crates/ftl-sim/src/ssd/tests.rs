@@ -481,7 +481,7 @@ proptest! {
         let st = ssd.stats();
         prop_assert_eq!(st.per_stream.iter().map(|p| p.gc_pages).sum::<u64>(), st.gc_pages);
         prop_assert_eq!(st.per_stream[0].internal_blocks, 0);
-        prop_assert!(victims.load(std::sync::atomic::Ordering::Relaxed) >= st.victims);
+        prop_assert!(victims.load(std::sync::atomic::Ordering::Relaxed) >= st.gc_victims);
     }
 }
 
