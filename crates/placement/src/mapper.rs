@@ -81,6 +81,11 @@ pub struct MapperConfig {
     /// signature whose data spans lifetimes does not hop between streams
     /// at every re-clustering. 0 = none (the paper). Default 1.0.
     pub hysteresis_log2: f64,
+    /// Adjacent clusters whose centroids are closer than this (log2 units)
+    /// share a stream: data whose lifetimes differ by less gains nothing
+    /// from being apart, and each stream's blocks fill more slowly. 0 =
+    /// every cluster its own stream (the paper). Default 1.
+    pub min_gap_log2: f64,
 }
 
 impl Default for MapperConfig {
@@ -97,6 +102,7 @@ impl Default for MapperConfig {
             n_runs: 4,
             erase_unit_pages: 0,
             hysteresis_log2: 1.0,
+            min_gap_log2: 1.0,
         }
     }
 }
@@ -357,6 +363,45 @@ fn finish(pts: &[(f64, f64)], seeds: &[f64]) -> Clustering {
     }
 }
 
+/// Merges adjacent clusters whose centroids are closer than `gap` (log2
+/// units), left to right; centroids of merged clusters are recomputed from
+/// `pts` (the clustered `(value, weight)` points).
+fn merge_close(c: Clustering, pts: &[(f64, f64)], gap: f64) -> Clustering {
+    if gap <= 0.0 || c.centroids.len() < 2 {
+        return c;
+    }
+    let mut group = vec![0usize; c.centroids.len()];
+    let mut anchor = c.centroids[0];
+    for j in 1..c.centroids.len() {
+        if c.centroids[j] - anchor < gap {
+            group[j] = group[j - 1];
+        } else {
+            group[j] = group[j - 1] + 1;
+            anchor = c.centroids[j];
+        }
+    }
+    let n = group[group.len() - 1] + 1;
+    let (mut sum, mut wsum, mut cnt) = (vec![0.0; n], vec![0.0; n], vec![0usize; n]);
+    let labels: Vec<usize> = c.labels.iter().map(|&l| group[l]).collect();
+    for (&(x, w), &l) in pts.iter().zip(&labels) {
+        let w = if w.is_finite() && w > 0.0 { w } else { 0.0 };
+        sum[l] += x * w;
+        wsum[l] += w;
+        cnt[l] += 1;
+    }
+    let centroids = (0..n)
+        .map(|g| {
+            if wsum[g] > 0.0 {
+                sum[g] / wsum[g]
+            } else {
+                // Weight-less group: its first member cluster's centroid.
+                c.centroids[group.iter().position(|&x| x == g).unwrap_or(0)]
+            }
+        })
+        .collect();
+    Clustering { centroids, labels }
+}
+
 /// One signature as the mapper saw it at a clustering.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Feature {
@@ -505,6 +550,7 @@ impl Mapper {
             self.cfg.replicas,
             self.cfg.n_runs,
         );
+        let c = merge_close(c, &pts, self.cfg.min_gap_log2);
         let old = std::mem::take(&mut self.assign);
         self.clustered.clear();
         let h = self.cfg.hysteresis_log2;
@@ -883,5 +929,20 @@ mod tests {
             }
             assert_eq!(got, want, "hysteresis {h}");
         }
+    }
+
+    /// Clusters closer than the gap share a stream; far ones stay apart.
+    #[test]
+    fn close_clusters_merge_into_one_stream() {
+        let pts = [(4.0, 1.0), (4.4, 1.0), (10.0, 1.0), (20.0, 2.0)];
+        let c = Clustering {
+            centroids: vec![4.0, 4.4, 10.0, 20.0],
+            labels: vec![0, 1, 2, 3],
+        };
+        let m = merge_close(c.clone(), &pts, 1.0);
+        assert_eq!(m.labels, vec![0, 0, 1, 2]);
+        assert!((m.centroids[0] - 4.2).abs() < 1e-9, "{:?}", m.centroids);
+        assert_eq!(m.centroids[1..], [10.0, 20.0]);
+        assert_eq!(merge_close(c.clone(), &pts, 0.0), c);
     }
 }

@@ -79,6 +79,7 @@ impl PcStreamConfig {
             ..Default::default()
         };
         c.mapper.hysteresis_log2 = 0.0;
+        c.mapper.min_gap_log2 = 0.0;
         c
     }
 }
@@ -123,6 +124,7 @@ impl PcStream {
         let mut cfg = cfg;
         cfg.refine = RefineConfig::none();
         cfg.mapper.hysteresis_log2 = 0.0;
+        cfg.mapper.min_gap_log2 = 0.0;
         let mut p = PcStream::new(streams, cfg);
         p.name = "pcstream-paper";
         p
@@ -231,6 +233,186 @@ impl Placement for PcStream {
             self.lm.invalidate(file, first_page, pages, time);
             self.mapper.maybe_recluster(&self.lm, time);
         }
+    }
+}
+
+/// `pcstream` as the simulator runs it: two learners over the same writes,
+/// one keyed by file page (the lifetimes the shim sees: overwrites, unlinks,
+/// truncates) and one by LBA (the lifetimes the device sees: overwrites of
+/// the LBA and TRIMs), each refined the same way. Every write goes to both;
+/// it is placed by the one whose streams hold data that dies together *on
+/// the device*: for each LBA the dual policy remembers when it was written
+/// and which stream each learner chose, and when the device sees it die
+/// (overwrite or TRIM) it adds log2(lifetime) to that stream's statistics,
+/// per learner. The learner with the lower pooled within-stream variance
+/// places, re-decided every [`DECIDE_EVERY`] pages. Where the file system
+/// reuses freed blocks soon (SQLite's journal) the device's view is the
+/// sharper one; where files die whole at unrelated LBAs (RocksDB's tables)
+/// the file view is. Memory: 10 bytes per LBA below 2^28 (LBAs above are
+/// not scored).
+#[derive(Debug)]
+pub struct PcStreamDual {
+    by_file: PcStream,
+    by_lba: PcStream,
+    use_lba: bool,
+    /// Per LBA: host time of its last write (`u64::MAX` = none).
+    born: Vec<u64>,
+    /// Per LBA: the stream each learner chose for its last write.
+    chosen: Vec<[u8; 2]>,
+    /// Per learner, per stream: (pages, mean, m2) of log2 device lifetime.
+    score: [Vec<(f64, f64, f64)>; 2],
+    next_decision: u64,
+    switches: u64,
+}
+
+/// Pages between two choices of [`PcStreamDual`]'s learner.
+pub const DECIDE_EVERY: u64 = 16384;
+
+/// Largest LBA scored by [`PcStreamDual`].
+const SCORED_PAGES: u64 = 1 << 28;
+
+impl PcStreamDual {
+    /// Both learners for a device with `streams` stream ids (`cfg.key_by_lba`
+    /// is ignored: one of each).
+    pub fn new(streams: u32, cfg: PcStreamConfig) -> Self {
+        let by_file = PcStream::new(
+            streams,
+            PcStreamConfig {
+                key_by_lba: false,
+                ..cfg.clone()
+            },
+        );
+        let by_lba = PcStream::new(
+            streams,
+            PcStreamConfig {
+                key_by_lba: true,
+                ..cfg
+            },
+        );
+        let n = by_file.streams as usize;
+        PcStreamDual {
+            by_file,
+            by_lba,
+            use_lba: false,
+            born: Vec::new(),
+            chosen: Vec::new(),
+            score: [vec![(0.0, 0.0, 0.0); n], vec![(0.0, 0.0, 0.0); n]],
+            next_decision: DECIDE_EVERY,
+            switches: 0,
+        }
+    }
+
+    /// Whether writes are currently placed by the LBA-keyed learner.
+    pub fn uses_lba(&self) -> bool {
+        self.use_lba
+    }
+
+    /// Pooled within-stream variance of log2(device lifetime) of learner
+    /// `v` (0 = file, 1 = LBA), `None` before any death.
+    pub fn pooled_variance(&self, v: usize) -> Option<f64> {
+        let (m2, n) = self.score[v]
+            .iter()
+            .fold((0.0, 0.0), |(m, k), s| (m + s.2, k + s.0));
+        (n > 0.0).then(|| m2 / n)
+    }
+
+    /// LBA `lpn` died on the device at `now`: scores both learners' choices.
+    fn died(&mut self, lpn: u64, now: u64) {
+        let i = lpn as usize;
+        let Some(&born) = self.born.get(i) else {
+            return;
+        };
+        if born == u64::MAX {
+            return;
+        }
+        self.born[i] = u64::MAX;
+        let x = (now.saturating_sub(born).max(1) as f64).log2();
+        for v in 0..2 {
+            let s = &mut self.score[v][usize::from(self.chosen[i][v])];
+            s.0 += 1.0;
+            let d = x - s.1;
+            s.1 += d / s.0;
+            s.2 += d * (x - s.1);
+        }
+    }
+
+    fn decide(&mut self, now: u64) {
+        if now < self.next_decision {
+            return;
+        }
+        self.next_decision = now.saturating_add(DECIDE_EVERY);
+        if let (Some(f), Some(l)) = (self.pooled_variance(0), self.pooled_variance(1)) {
+            let lba = l < f;
+            if lba != self.use_lba {
+                self.use_lba = lba;
+                self.switches += 1;
+            }
+        }
+    }
+}
+
+impl Placement for PcStreamDual {
+    fn name(&self) -> &str {
+        "pcstream"
+    }
+
+    fn streams(&self) -> u32 {
+        self.by_file.streams
+    }
+
+    fn place(&mut self, w: &WriteCtx) -> StreamId {
+        let a = self.by_file.place(w);
+        let b = self.by_lba.place(w);
+        for k in 0..u64::from(w.pages) {
+            let lpn = w.lpn.saturating_add(k);
+            if lpn >= SCORED_PAGES {
+                break;
+            }
+            self.died(lpn, w.time);
+            let i = lpn as usize;
+            if i >= self.born.len() {
+                let n = (i + 1).next_power_of_two().min(SCORED_PAGES as usize);
+                self.born.resize(n, u64::MAX);
+                self.chosen.resize(n, [0, 0]);
+            }
+            self.born[i] = w.time;
+            self.chosen[i] = [a.min(255) as u8, b.min(255) as u8];
+        }
+        self.decide(w.time);
+        if self.use_lba {
+            b
+        } else {
+            a
+        }
+    }
+
+    fn trim(&mut self, lpn: u64, pages: u32, time: u64) {
+        self.by_file.trim(lpn, pages, time);
+        self.by_lba.trim(lpn, pages, time);
+        for k in 0..u64::from(pages) {
+            let p = lpn.saturating_add(k);
+            if p >= SCORED_PAGES || p as usize >= self.born.len() {
+                break;
+            }
+            self.died(p, time);
+        }
+    }
+
+    fn invalidate_file(&mut self, file: (u64, u64), first_page: u64, pages: u64, time: u64) {
+        self.by_file.invalidate_file(file, first_page, pages, time);
+        self.by_lba.invalidate_file(file, first_page, pages, time);
+    }
+
+    fn counters(&self) -> Vec<(&'static str, u64)> {
+        let p = if self.use_lba {
+            &self.by_lba
+        } else {
+            &self.by_file
+        };
+        let mut c = p.counters();
+        c.push(("placed_by_lba", u64::from(self.use_lba)));
+        c.push(("view_switches", self.switches));
+        c
     }
 }
 

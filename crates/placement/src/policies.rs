@@ -18,7 +18,7 @@
 use crate::app_hints::AppHints;
 use crate::autostream::{AutoStreamConfig, AutoStreamMq, AutoStreamSfr};
 use crate::oracle::{Oracle, OracleConfig};
-use crate::pcstream::{PcStream, PcStreamConfig};
+use crate::pcstream::{PcStream, PcStreamConfig, PcStreamDual};
 use crate::policy::{Baseline, Placement};
 use crate::sepbit::SepBit;
 
@@ -195,7 +195,7 @@ pub fn build(name: &str, cfg: &PolicyConfig) -> Result<Box<dyn Placement + Send>
         "autostream-mq" => Box::new(AutoStreamMq::new(m, cfg.autostream.clone())),
         "sepbit" => Box::new(SepBit::new(m)),
         "app-hints" => Box::new(AppHints::new(m)),
-        "pcstream" => Box::new(PcStream::new(m, cfg.pcstream.clone())),
+        "pcstream" => Box::new(PcStreamDual::new(m, cfg.pcstream.clone())),
         "pcstream-paper" => Box::new(PcStream::paper(m, cfg.pcstream.clone())),
         "oracle" => Box::new(Oracle::new(m, cfg.oracle.clone())),
         _ => {
