@@ -240,6 +240,7 @@ impl Config {
                 // The shim looks its stream up by PC signature alone: the
                 // engine must learn and publish plain signatures.
                 refine: pcstream_placement::pcstream::RefineConfig::none(),
+                gc_by_age: false,
             },
             share_between_users: self.share_between_users,
             max_signatures: self.max_signatures,

@@ -31,6 +31,10 @@ pub struct PcStreamConfig {
     pub key_by_lba: bool,
     /// Signals beyond the PC that refine a write's key (see the module docs).
     pub refine: RefineConfig,
+    /// Place the device's GC copies too (simulator GC hook): a copy of a
+    /// page of age `g` goes to the stream whose learnt lifetime is nearest
+    /// `2g` (its age is a lower bound of its lifetime). Default false.
+    pub gc_by_age: bool,
 }
 
 /// Which online signals refine a PC signature into the key a write is
@@ -100,6 +104,7 @@ pub struct PcStream {
     streams: u32,
     key_by_lba: bool,
     refine: RefineConfig,
+    gc_by_age: bool,
     lm: LifetimeManager,
     mapper: Mapper,
 }
@@ -113,6 +118,7 @@ impl PcStream {
             streams,
             key_by_lba: cfg.key_by_lba,
             refine: cfg.refine.clone(),
+            gc_by_age: cfg.gc_by_age,
             lm: LifetimeManager::new(cfg.lifetime),
             mapper: Mapper::new(streams, cfg.mapper),
         }
@@ -263,6 +269,35 @@ pub struct PcStreamDual {
     score: [Vec<(f64, f64, f64)>; 2],
     next_decision: u64,
     switches: u64,
+    gc_by_age: bool,
+    /// Centroids (log2 pages) of streams `1..` of the placing learner, for
+    /// the GC hook.
+    centroids: std::sync::Arc<std::sync::Mutex<Vec<f64>>>,
+}
+
+/// [`PcStreamDual`]'s GC placement (`gc_by_age`).
+#[derive(Debug)]
+struct AgeGc {
+    centroids: std::sync::Arc<std::sync::Mutex<Vec<f64>>>,
+}
+
+impl crate::policy::GcPlacement for AgeGc {
+    fn collected(&mut self, _stream: Option<StreamId>, _opened: u64, _now: u64) {}
+
+    fn place_gc(&mut self, stream: Option<StreamId>, written: u64, now: u64) -> StreamId {
+        let c = self.centroids.lock().unwrap_or_else(|e| e.into_inner());
+        if c.is_empty() {
+            return stream.unwrap_or(0);
+        }
+        let x = (now.saturating_sub(written).max(1) as f64 * 2.0).log2();
+        let mut best = 0;
+        for (j, v) in c.iter().enumerate() {
+            if (x - v).abs() < (x - c[best]).abs() {
+                best = j;
+            }
+        }
+        best as StreamId + 1
+    }
 }
 
 /// Pages between two choices of [`PcStreamDual`]'s learner.
@@ -270,6 +305,10 @@ pub const DECIDE_EVERY: u64 = 16384;
 
 /// Largest LBA scored by [`PcStreamDual`].
 const SCORED_PAGES: u64 = 1 << 28;
+
+fn by_lba_gc(p: &PcStream) -> bool {
+    p.gc_by_age
+}
 
 impl PcStreamDual {
     /// Both learners for a device with `streams` stream ids (`cfg.key_by_lba`
@@ -290,7 +329,10 @@ impl PcStreamDual {
             },
         );
         let n = by_file.streams as usize;
+        let gc_by_age = by_lba_gc(&by_lba);
         PcStreamDual {
+            gc_by_age,
+            centroids: Default::default(),
             by_file,
             by_lba,
             use_lba: false,
@@ -348,6 +390,15 @@ impl PcStreamDual {
                 self.switches += 1;
             }
         }
+        if self.gc_by_age {
+            let p = if self.use_lba {
+                &self.by_lba
+            } else {
+                &self.by_file
+            };
+            *self.centroids.lock().unwrap_or_else(|e| e.into_inner()) =
+                p.mapper.centroids().to_vec();
+        }
     }
 }
 
@@ -403,6 +454,14 @@ impl Placement for PcStreamDual {
         self.by_lba.invalidate_file(file, first_page, pages, time);
     }
 
+    fn gc_placement(&mut self) -> Option<Box<dyn crate::policy::GcPlacement + Send>> {
+        self.gc_by_age.then(|| {
+            Box::new(AgeGc {
+                centroids: std::sync::Arc::clone(&self.centroids),
+            }) as Box<dyn crate::policy::GcPlacement + Send>
+        })
+    }
+
     fn counters(&self) -> Vec<(&'static str, u64)> {
         let p = if self.use_lba {
             &self.by_lba
@@ -433,6 +492,7 @@ mod tests {
             },
             key_by_lba: false,
             refine: RefineConfig::default(),
+            gc_by_age: false,
         }
     }
 
