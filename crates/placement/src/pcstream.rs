@@ -646,4 +646,49 @@ mod tests {
         let paper = PcStream::paper(4, cfg());
         assert_eq!(paper.name(), "pcstream-paper");
     }
+
+    /// Files deleted at once whose blocks the file system reuses only much
+    /// later (device: long-lived), beside in-place hot and cold pages: the
+    /// file learner groups the deleted files with the hot pages (both die
+    /// young in the file view), the LBA learner with the cold ones, and the
+    /// device's deaths side with the LBA learner, which then places.
+    #[test]
+    fn the_dual_places_with_the_learner_the_device_agrees_with() {
+        let mut p = PcStreamDual::new(3, cfg());
+        let mut t = 0u64;
+        let mut x = 1u64;
+        let mut rnd = || {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            x >> 33
+        };
+        let at = |t: u64, file: u64, page: u64, lpn: u64, sig: u64| WriteCtx {
+            lpn,
+            ..write(t, file, page, sig)
+        };
+        for step in 0..120_000u64 {
+            // A: 4-page temp files, unlinked once written; next-fit LBAs
+            // over a 20000-page region.
+            let f = 1000 + step / 4;
+            p.place(&at(t, f, step % 4, 100_000 + step % 20_000, 1));
+            t += 1;
+            if step % 4 == 3 {
+                p.invalidate_file((1, f), 0, u64::MAX, t);
+            }
+            // B: 16 hot pages rewritten in place.
+            let b = rnd() % 16;
+            p.place(&at(t, 7, b, 50_000 + b, 2));
+            t += 1;
+            // C: 4096 cold pages rewritten in place.
+            let c = rnd() % 4096;
+            p.place(&at(t, 8, c, 60_000 + c, 3));
+            t += 1;
+        }
+        let (f, l) = (p.pooled_variance(0).unwrap(), p.pooled_variance(1).unwrap());
+        assert!(l < f, "device-lifetime variance: lba {l} file {f}");
+        assert!(p.uses_lba());
+        let c: std::collections::BTreeMap<_, _> = p.counters().into_iter().collect();
+        assert_eq!(c["placed_by_lba"], 1);
+    }
 }
