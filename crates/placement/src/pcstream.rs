@@ -12,6 +12,14 @@
 //! [`Placement::trim`]. `key_by_lba` forces LBA keying for every write (for
 //! traces whose deletions are only visible as TRIMs).
 //!
+//! Beyond the PC ([`RefineConfig`]): a write is learnt and placed under a
+//! *key*, its signature refined by the application's own hint and by the
+//! previous lifetime of the page it overwrites; `pcstream-paper`
+//! ([`PcStream::paper`]) is the paper's algorithm without them. What the
+//! simulator runs as `pcstream` is [`PcStreamDual`]: one learner keyed by
+//! file page and one by LBA, placing with the one whose streams the
+//! device's deaths agree with.
+//!
 //! This is the same code the daemon runs online; the signature table survives
 //! restarts through [`PcStream::export_sigs`] / [`PcStream::import_sigs`].
 
@@ -105,6 +113,10 @@ pub struct PcStream {
     key_by_lba: bool,
     refine: RefineConfig,
     gc_by_age: bool,
+    /// PC signatures that were refined, and the refined keys (reports
+    /// count signatures, not keys).
+    signatures: std::collections::HashSet<u64>,
+    refined: std::collections::HashSet<u64>,
     lm: LifetimeManager,
     mapper: Mapper,
 }
@@ -119,6 +131,8 @@ impl PcStream {
             key_by_lba: cfg.key_by_lba,
             refine: cfg.refine.clone(),
             gc_by_age: cfg.gc_by_age,
+            signatures: Default::default(),
+            refined: Default::default(),
             lm: LifetimeManager::new(cfg.lifetime),
             mapper: Mapper::new(streams, cfg.mapper),
         }
@@ -205,6 +219,9 @@ impl Placement for PcStream {
             _ => (LBA_SPACE, w.lpn),
         };
         let key = self.key_of(sig, w, space, first);
+        if sig != 0 && key != sig && self.refined.insert(key) {
+            self.signatures.insert(sig);
+        }
         // A refined key not clustered yet borrows its signature's stream.
         let stream = match self.mapper.stream(key) {
             0 => self.mapper.stream(sig),
@@ -220,7 +237,21 @@ impl Placement for PcStream {
     fn counters(&self) -> Vec<(&'static str, u64)> {
         let c = self.lm.counters();
         vec![
-            ("signatures", self.lm.sig_count() as u64),
+            (
+                "signatures",
+                // Bare keys, plus the refined signatures never seen bare.
+                self.lm
+                    .sigs_sorted()
+                    .iter()
+                    .filter(|(k, _)| !self.refined.contains(k))
+                    .count() as u64
+                    + self
+                        .signatures
+                        .iter()
+                        .filter(|s| self.lm.sig(**s).is_none())
+                        .count() as u64,
+            ),
+            ("keys", self.lm.sig_count() as u64),
             ("mapped_signatures", self.mapper.table().len() as u64),
             ("reclusters", self.mapper.generation()),
             ("live_entries", self.lm.live_entries() as u64),
