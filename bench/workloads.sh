@@ -3,7 +3,8 @@
 #
 # One benchmark workload, run in the current directory (under `pcstreamctl
 # record --device-trace` that is the fresh ext4 on the traced loop device).
-# SCALE is `full` (docs/results.md) or `quick` (the tests: seconds).
+# SCALE is `full` (docs/results.md), `paper` (RocksDB at the paper's emulator
+# scale) or `quick` (the tests: seconds).
 # Needs $BENCH_DATA: a directory prepared by bench/run.sh (or the tests) with
 # cbase/ (gen_cbase.py output) and tpcc.sql (gen_tpcc.py output).
 set -euo pipefail
@@ -13,8 +14,17 @@ wl=${1:?workload}
 scale=${2:-full}
 data=${BENCH_DATA:?BENCH_DATA must name the prepared data directory}
 
+# RocksDB sizes: the bench's halved set-up (4 KiB values, 4 MiB files, 16
+# MiB L1) at `quick` and `full`; the paper's emulator set-up at `paper` (900k
+# keys, 8 KiB values, 8 MiB memtables and files, 64 MiB L1, on a 12 GiB
+# device: bench/run.sh --paper). The other workloads (the mixes too) run as
+# at `full`.
+VALUE=4096 FILE=4194304 L1=16777216 FR=2
 if [ "$scale" = quick ]; then
   KEYS=3000 ROUNDS=2
+elif [ "$scale" = paper ] && [ "${wl#rocksdb-}" != "$wl" ]; then
+  # FR writes the keys once (twice the keys would not fit 12 GiB).
+  KEYS=900000 ROUNDS=29 VALUE=8192 FILE=8388608 L1=67108864 FR=1
 else
   KEYS=40000 ROUNDS=29
 fi
@@ -24,9 +34,9 @@ fi
 # memtables, 16 MiB L1). WAL/SST range syncs so short-lived files reach the device.
 rocks() {
   local db=$1; shift
-  db_bench --db="$db" --num="$KEYS" --key_size=16 --value_size=4096 \
-    --write_buffer_size=4194304 --target_file_size_base=4194304 \
-    --max_bytes_for_level_base=16777216 --max_bytes_for_level_multiplier=10 \
+  db_bench --db="$db" --num="$KEYS" --key_size=16 --value_size="$VALUE" \
+    --write_buffer_size="$FILE" --target_file_size_base="$FILE" \
+    --max_bytes_for_level_base="$L1" --max_bytes_for_level_multiplier=10 \
     --num_levels=4 --compression_type=none --statistics=0 \
     --wal_bytes_per_sync=65536 --bytes_per_sync=262144 --seed=42 \
     --histogram=0 "$@" >/dev/null 2>&1
@@ -59,7 +69,7 @@ sqlite_tpcc() {
 }
 
 case "$wl" in
-  rocksdb-fr) rocks db --benchmarks=fillrandom --num=$((KEYS * 2)) ;;
+  rocksdb-fr) rocks db --benchmarks=fillrandom --num=$((KEYS * FR)) ;;
   rocksdb-ur) rocks db --benchmarks=fillrandom,updaterandom ;;
   rocksdb-ar) rocks db --benchmarks=appendrandom,appendrandom --value_size=1024 ;;
   rocksdb-ycsba) rocks db --benchmarks=fillrandom,readrandomwriterandom --readwritepercent=50 --num=$((KEYS / 2)) --reads=$((KEYS)) ;;

@@ -87,7 +87,10 @@ fn online_mapping_equals_offline_pcstream_on_db_bench() {
         ..Default::default()
     };
     let layout = replay::layout(&r, &spec).unwrap();
-    let pcfg = replay::policy_config_for(&spec, &layout, &PolicyConfig::default());
+    let mut pcfg = replay::policy_config_for(&spec, &layout, &PolicyConfig::default());
+    // The daemon learns plain PC signatures (the shim looks streams up by
+    // signature): the engine without refinement, as its config sets it.
+    pcfg.pcstream.refine = pcstream_placement::pcstream::RefineConfig::none();
     let erase_pages = pcfg.pcstream.mapper.erase_unit_pages;
     assert!(erase_pages > 0);
     let mut offline = PcStream::new(streams, pcfg.pcstream.clone());

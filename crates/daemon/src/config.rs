@@ -248,6 +248,10 @@ impl Config {
                 lifetime,
                 mapper,
                 key_by_lba: false,
+                // The shim looks its stream up by PC signature alone: the
+                // engine must learn and publish plain signatures.
+                refine: pcstream_placement::pcstream::RefineConfig::none(),
+                gc_by_age: false,
             },
             share_between_users: self.share_between_users,
             max_signatures: self.max_signatures,

@@ -8,7 +8,7 @@
 //! read and written by [`trace`]. PC signatures are defined in [`signature`],
 //! kernel write-lifetime hints in [`hint`].
 //!
-//! The policies: [`placement::Baseline`], [`autostream`] (SFR and MQ),
+//! The policies: [`placement::Baseline`], [`autostream`] (SFR and MQ), [`sepbit`],
 //! [`app_hints`], and — with the default `learn` feature, which brings linfa
 //! and ndarray — `pcstream` (built from [`lifetime`] and `mapper`) and
 //! `oracle`; `policies::build` makes any of them by name. The shim depends on
@@ -39,6 +39,7 @@ pub mod placement;
 pub mod policies;
 #[cfg(all(test, feature = "learn"))]
 mod scenarios;
+pub mod sepbit;
 pub mod signature;
 pub mod table;
 pub mod trace;
@@ -55,5 +56,5 @@ pub mod wire {
     include!(concat!(env!("OUT_DIR"), "/pcstream.v1.rs"));
 }
 
-pub use placement::{Baseline, FromTrace, Placement, StreamId, WriteCtx};
+pub use placement::{Baseline, FromTrace, GcPlacement, Placement, StreamId, WriteCtx};
 pub use signature::Signature;

@@ -284,6 +284,15 @@ impl LifetimeManager {
         }
     }
 
+    /// Birth time of the live page `page` of `space`, if the table holds it
+    /// (what an overwrite of that page would end: its previous lifetime is
+    /// `now − birth`).
+    pub fn born_at(&self, space: SpaceKey, page: u64) -> Option<u64> {
+        let (_, &i) = self.index.get(&space)?.range(..=page).next_back()?;
+        let s = &self.slots[i as usize];
+        (s.end > page).then_some(s.born)
+    }
+
     /// `pages` pages starting at page `first` of `space` were written by
     /// `sig` (0 = unknown signature: overwrites still end lives, but the new
     /// data is attributed to nobody) at logical time `now`.

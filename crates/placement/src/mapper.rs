@@ -75,6 +75,17 @@ pub struct MapperConfig {
     /// the shortest lifetime worth telling apart ([`resolution_floor`]).
     /// 0 = unknown, no floor. Default 0; the simulator sets its block size.
     pub erase_unit_pages: u64,
+    /// Hysteresis (log2 units) of a re-clustering: a signature keeps the
+    /// stream it had when its feature is at most this much farther from
+    /// that stream's new centroid than from the nearest one, so a
+    /// signature whose data spans lifetimes does not hop between streams
+    /// at every re-clustering. 0 = none (the paper). Default 1.0.
+    pub hysteresis_log2: f64,
+    /// Adjacent clusters whose centroids are closer than this (log2 units)
+    /// share a stream: data whose lifetimes differ by less gains nothing
+    /// from being apart, and each stream's blocks fill more slowly. 0 =
+    /// every cluster its own stream (the paper). Default 1.
+    pub min_gap_log2: f64,
 }
 
 impl Default for MapperConfig {
@@ -90,6 +101,8 @@ impl Default for MapperConfig {
             replicas: 1024,
             n_runs: 4,
             erase_unit_pages: 0,
+            hysteresis_log2: 1.0,
+            min_gap_log2: 1.0,
         }
     }
 }
@@ -350,6 +363,45 @@ fn finish(pts: &[(f64, f64)], seeds: &[f64]) -> Clustering {
     }
 }
 
+/// Merges adjacent clusters whose centroids are closer than `gap` (log2
+/// units), left to right; centroids of merged clusters are recomputed from
+/// `pts` (the clustered `(value, weight)` points).
+fn merge_close(c: Clustering, pts: &[(f64, f64)], gap: f64) -> Clustering {
+    if gap <= 0.0 || c.centroids.len() < 2 {
+        return c;
+    }
+    let mut group = vec![0usize; c.centroids.len()];
+    let mut anchor = c.centroids[0];
+    for j in 1..c.centroids.len() {
+        if c.centroids[j] - anchor < gap {
+            group[j] = group[j - 1];
+        } else {
+            group[j] = group[j - 1] + 1;
+            anchor = c.centroids[j];
+        }
+    }
+    let n = group[group.len() - 1] + 1;
+    let (mut sum, mut wsum, mut cnt) = (vec![0.0; n], vec![0.0; n], vec![0usize; n]);
+    let labels: Vec<usize> = c.labels.iter().map(|&l| group[l]).collect();
+    for (&(x, w), &l) in pts.iter().zip(&labels) {
+        let w = if w.is_finite() && w > 0.0 { w } else { 0.0 };
+        sum[l] += x * w;
+        wsum[l] += w;
+        cnt[l] += 1;
+    }
+    let centroids = (0..n)
+        .map(|g| {
+            if wsum[g] > 0.0 {
+                sum[g] / wsum[g]
+            } else {
+                // Weight-less group: its first member cluster's centroid.
+                c.centroids[group.iter().position(|&x| x == g).unwrap_or(0)]
+            }
+        })
+        .collect();
+    Clustering { centroids, labels }
+}
+
 /// One signature as the mapper saw it at a clustering.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Feature {
@@ -498,13 +550,29 @@ impl Mapper {
             self.cfg.replicas,
             self.cfg.n_runs,
         );
-        self.assign.clear();
+        let c = merge_close(c, &pts, self.cfg.min_gap_log2);
+        let old = std::mem::take(&mut self.assign);
         self.clustered.clear();
+        let h = self.cfg.hysteresis_log2;
         for (f, &l) in feats.iter().zip(&c.labels) {
             self.clustered.insert(f.sig, f.log2_lifetime);
-            if !c.centroids.is_empty() {
-                self.assign.insert(f.sig, l as StreamId + 1);
+            if c.centroids.is_empty() {
+                continue;
             }
+            let mut stream = l as StreamId + 1;
+            // Hysteresis: stay in the old stream while its centroid is
+            // nearly as close as the nearest one.
+            if let Some(&prev) = old.get(&f.sig) {
+                if h > 0.0 && prev >= 1 && (prev as usize) <= c.centroids.len() {
+                    let x = f.log2_lifetime;
+                    let d_new = (x - c.centroids[l]).abs();
+                    let d_old = (x - c.centroids[prev as usize - 1]).abs();
+                    if d_old <= d_new + h {
+                        stream = prev;
+                    }
+                }
+            }
+            self.assign.insert(f.sig, stream);
         }
         self.centroids = c.centroids;
         self.generation += 1;
@@ -817,5 +885,64 @@ mod tests {
             "{floored:?}"
         );
         assert!(floored[3] > floored[0], "{floored:?}");
+    }
+
+    /// A signature whose feature sits between two clusters keeps its
+    /// stream across re-clusterings while it moves less than the
+    /// hysteresis; without hysteresis it follows the nearest centroid.
+    #[test]
+    fn hysteresis_keeps_a_borderline_signature_in_its_stream() {
+        let feats = |x: f64| {
+            vec![
+                Feature {
+                    sig: 1,
+                    log2_lifetime: 4.0,
+                    weight: 100.0,
+                    censored: false,
+                },
+                Feature {
+                    sig: 2,
+                    log2_lifetime: 20.0,
+                    weight: 100.0,
+                    censored: false,
+                },
+                Feature {
+                    sig: 3,
+                    log2_lifetime: x,
+                    weight: 1.0,
+                    censored: false,
+                },
+            ]
+        };
+        for (h, want) in [(1.0, [1, 1, 1]), (0.0, [1, 2, 1])] {
+            let mut m = Mapper::new(
+                3,
+                MapperConfig {
+                    hysteresis_log2: h,
+                    ..Default::default()
+                },
+            );
+            let mut got = Vec::new();
+            for x in [11.5, 12.2, 11.0] {
+                m.recluster(&feats(x));
+                got.push(m.stream(3));
+            }
+            assert_eq!(got, want, "hysteresis {h}");
+        }
+    }
+
+    /// Clusters closer than the gap share a stream; far ones stay apart.
+    #[test]
+    fn close_clusters_merge_into_one_stream() {
+        let pts = [(4.0, 1.0), (4.4, 1.0), (10.0, 1.0), (20.0, 2.0)];
+        let c = Clustering {
+            centroids: vec![4.0, 4.4, 10.0, 20.0],
+            labels: vec![0, 1, 2, 3],
+        };
+        let m = merge_close(c.clone(), &pts, 1.0);
+        assert_eq!(m.labels, vec![0, 0, 1, 2]);
+        assert!((m.centroids[0] - 4.2).abs() < 1e-9, "{:?}", m.centroids);
+        assert_eq!(m.centroids[1..], [10.0, 20.0]);
+        assert_eq!(merge_close(c.clone(), &pts, 0.0), c);
     }
 }

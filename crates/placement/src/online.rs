@@ -450,6 +450,8 @@ mod tests {
                     ..Default::default()
                 },
                 key_by_lba: false,
+                refine: crate::pcstream::RefineConfig::none(),
+                gc_by_age: false,
             },
             share_between_users: share,
             max_signatures: 1000,

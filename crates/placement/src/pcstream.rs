@@ -12,6 +12,14 @@
 //! [`Placement::trim`]. `key_by_lba` forces LBA keying for every write (for
 //! traces whose deletions are only visible as TRIMs).
 //!
+//! Beyond the PC ([`RefineConfig`]): a write is learnt and placed under a
+//! *key*, its signature refined by the application's own hint and by the
+//! previous lifetime of the page it overwrites; `pcstream-paper`
+//! ([`PcStream::paper`]) is the paper's algorithm without them. What the
+//! simulator runs as `pcstream` is [`PcStreamDual`]: one learner keyed by
+//! file page and one by LBA, placing with the one whose streams the
+//! device's deaths agree with.
+//!
 //! This is the same code the daemon runs online; the signature table survives
 //! restarts through [`PcStream::export_sigs`] / [`PcStream::import_sigs`].
 
@@ -29,13 +37,86 @@ pub struct PcStreamConfig {
     pub mapper: MapperConfig,
     /// Track every write by LBA even when it names a file. Default false.
     pub key_by_lba: bool,
+    /// Signals beyond the PC that refine a write's key (see the module docs).
+    pub refine: RefineConfig,
+    /// Place the device's GC copies too (simulator GC hook): a copy of a
+    /// page of age `g` goes to the stream whose learnt lifetime is nearest
+    /// `2g` (its age is a lower bound of its lifetime). Default false.
+    pub gc_by_age: bool,
+}
+
+/// Which online signals refine a PC signature into the key a write is
+/// learnt and placed under. Everything off is the paper's algorithm
+/// (`pcstream-paper`).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RefineConfig {
+    /// The application's own write-lifetime hint for the file (RocksDB's
+    /// per-level hints): one key per (signature, hint). Default true.
+    pub app_hint: bool,
+    /// The previous lifetime of the page an overwrite ends, in buckets of
+    /// `prev_bucket_log2` (log2 units): one key per (signature, bucket);
+    /// writes onto free pages keep the bare key. Default true.
+    pub prev_lifetime: bool,
+    /// Width of a previous-lifetime bucket, log2 units. Default 2 (×4).
+    pub prev_bucket_log2: f64,
+}
+
+impl Default for RefineConfig {
+    fn default() -> Self {
+        RefineConfig {
+            app_hint: true,
+            prev_lifetime: true,
+            prev_bucket_log2: 2.0,
+        }
+    }
+}
+
+impl RefineConfig {
+    /// No refinement: the PC signature alone (the paper).
+    pub fn none() -> Self {
+        RefineConfig {
+            app_hint: false,
+            prev_lifetime: false,
+            prev_bucket_log2: 2.0,
+        }
+    }
+}
+
+impl PcStreamConfig {
+    /// The paper's algorithm: no refinement, no hysteresis.
+    pub fn paper() -> Self {
+        let mut c = PcStreamConfig {
+            refine: RefineConfig::none(),
+            ..Default::default()
+        };
+        c.mapper.hysteresis_log2 = 0.0;
+        c.mapper.min_gap_log2 = 0.0;
+        c
+    }
+}
+
+/// Mixes a refinement into a key (splitmix64 finaliser; never 0).
+pub fn refine_key(key: u64, salt: u64) -> u64 {
+    let mut z = key ^ salt.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^= z >> 31;
+    z.max(1)
 }
 
 /// The `pcstream` policy. See the module docs.
 #[derive(Debug)]
 pub struct PcStream {
+    name: &'static str,
     streams: u32,
     key_by_lba: bool,
+    refine: RefineConfig,
+    gc_by_age: bool,
+    /// PC signatures that were refined, and the refined keys (reports
+    /// count signatures, not keys).
+    signatures: std::collections::HashSet<u64>,
+    refined: std::collections::HashSet<u64>,
     lm: LifetimeManager,
     mapper: Mapper,
 }
@@ -45,11 +126,48 @@ impl PcStream {
     pub fn new(streams: u32, cfg: PcStreamConfig) -> Self {
         let streams = streams.max(1);
         PcStream {
+            name: "pcstream",
             streams,
             key_by_lba: cfg.key_by_lba,
+            refine: cfg.refine.clone(),
+            gc_by_age: cfg.gc_by_age,
+            signatures: Default::default(),
+            refined: Default::default(),
             lm: LifetimeManager::new(cfg.lifetime),
             mapper: Mapper::new(streams, cfg.mapper),
         }
+    }
+
+    /// The paper's algorithm under the name `pcstream-paper`: `cfg` with
+    /// refinement and hysteresis off.
+    pub fn paper(streams: u32, cfg: PcStreamConfig) -> Self {
+        let mut cfg = cfg;
+        cfg.refine = RefineConfig::none();
+        cfg.mapper.hysteresis_log2 = 0.0;
+        cfg.mapper.min_gap_log2 = 0.0;
+        let mut p = PcStream::new(streams, cfg);
+        p.name = "pcstream-paper";
+        p
+    }
+
+    /// The key a write of `sig` is learnt and placed under (see
+    /// [`RefineConfig`]).
+    fn key_of(&self, sig: u64, w: &WriteCtx, space: (u64, u64), first: u64) -> u64 {
+        if sig == 0 {
+            return 0;
+        }
+        let mut key = sig;
+        if self.refine.app_hint && w.app_hint >= 2 {
+            key = refine_key(key, 0x100 | u64::from(w.app_hint));
+        }
+        if self.refine.prev_lifetime {
+            if let Some(born) = self.lm.born_at(space, first) {
+                let life = w.time.saturating_sub(born).max(1) as f64;
+                let b = (life.log2() / self.refine.prev_bucket_log2.max(0.1)) as u64;
+                key = refine_key(key, 0x1_0000 | b);
+            }
+        }
+        key
     }
 
     /// The lifetime manager (signature statistics, counters).
@@ -87,7 +205,7 @@ impl PcStream {
 
 impl Placement for PcStream {
     fn name(&self) -> &str {
-        "pcstream"
+        self.name
     }
 
     fn streams(&self) -> u32 {
@@ -96,13 +214,21 @@ impl Placement for PcStream {
 
     fn place(&mut self, w: &WriteCtx) -> StreamId {
         let sig = w.signature.unwrap_or(0);
-        let stream = self.mapper.stream(sig);
         let (space, first) = match w.file {
             Some(f) if !self.key_by_lba => (f, w.file_page),
             _ => (LBA_SPACE, w.lpn),
         };
+        let key = self.key_of(sig, w, space, first);
+        if sig != 0 && key != sig && self.refined.insert(key) {
+            self.signatures.insert(sig);
+        }
+        // A refined key not clustered yet borrows its signature's stream.
+        let stream = match self.mapper.stream(key) {
+            0 => self.mapper.stream(sig),
+            s => s,
+        };
         let pages = u64::from(w.pages);
-        self.lm.write(space, first, pages, sig, w.time);
+        self.lm.write(space, first, pages, key, w.time);
         self.mapper
             .maybe_recluster(&self.lm, w.time.saturating_add(pages));
         stream
@@ -111,7 +237,21 @@ impl Placement for PcStream {
     fn counters(&self) -> Vec<(&'static str, u64)> {
         let c = self.lm.counters();
         vec![
-            ("signatures", self.lm.sig_count() as u64),
+            (
+                "signatures",
+                // Bare keys, plus the refined signatures never seen bare.
+                self.lm
+                    .sigs_sorted()
+                    .iter()
+                    .filter(|(k, _)| !self.refined.contains(k))
+                    .count() as u64
+                    + self
+                        .signatures
+                        .iter()
+                        .filter(|s| self.lm.sig(**s).is_none())
+                        .count() as u64,
+            ),
+            ("keys", self.lm.sig_count() as u64),
             ("mapped_signatures", self.mapper.table().len() as u64),
             ("reclusters", self.mapper.generation()),
             ("live_entries", self.lm.live_entries() as u64),
@@ -133,6 +273,239 @@ impl Placement for PcStream {
     }
 }
 
+/// `pcstream` as the simulator runs it: two learners over the same writes,
+/// one keyed by file page (the lifetimes the shim sees: overwrites, unlinks,
+/// truncates) and one by LBA (the lifetimes the device sees: overwrites of
+/// the LBA and TRIMs), each refined the same way. Every write goes to both;
+/// it is placed by the one whose streams hold data that dies together *on
+/// the device*: for each LBA the dual policy remembers when it was written
+/// and which stream each learner chose, and when the device sees it die
+/// (overwrite or TRIM) it adds log2(lifetime) to that stream's statistics,
+/// per learner. The learner with the lower pooled within-stream variance
+/// places, re-decided every [`DECIDE_EVERY`] pages. Where the file system
+/// reuses freed blocks soon (SQLite's journal) the device's view is the
+/// sharper one; where files die whole at unrelated LBAs (RocksDB's tables)
+/// the file view is. Memory: 10 bytes per LBA below 2^28 (LBAs above are
+/// not scored).
+#[derive(Debug)]
+pub struct PcStreamDual {
+    by_file: PcStream,
+    by_lba: PcStream,
+    use_lba: bool,
+    /// Per LBA: host time of its last write (`u64::MAX` = none).
+    born: Vec<u64>,
+    /// Per LBA: the stream each learner chose for its last write.
+    chosen: Vec<[u8; 2]>,
+    /// Per learner, per stream: (pages, mean, m2) of log2 device lifetime.
+    score: [Vec<(f64, f64, f64)>; 2],
+    next_decision: u64,
+    switches: u64,
+    gc_by_age: bool,
+    /// Centroids (log2 pages) of streams `1..` of the placing learner, for
+    /// the GC hook.
+    centroids: std::sync::Arc<std::sync::Mutex<Vec<f64>>>,
+}
+
+/// [`PcStreamDual`]'s GC placement (`gc_by_age`).
+#[derive(Debug)]
+struct AgeGc {
+    centroids: std::sync::Arc<std::sync::Mutex<Vec<f64>>>,
+}
+
+impl crate::placement::GcPlacement for AgeGc {
+    fn collected(&mut self, _stream: Option<StreamId>, _opened: u64, _now: u64) {}
+
+    fn place_gc(&mut self, stream: Option<StreamId>, written: u64, now: u64) -> StreamId {
+        let c = self.centroids.lock().unwrap_or_else(|e| e.into_inner());
+        if c.is_empty() {
+            return stream.unwrap_or(0);
+        }
+        let x = (now.saturating_sub(written).max(1) as f64 * 2.0).log2();
+        let mut best = 0;
+        for (j, v) in c.iter().enumerate() {
+            if (x - v).abs() < (x - c[best]).abs() {
+                best = j;
+            }
+        }
+        best as StreamId + 1
+    }
+}
+
+/// Pages between two choices of [`PcStreamDual`]'s learner.
+pub const DECIDE_EVERY: u64 = 16384;
+
+/// Largest LBA scored by [`PcStreamDual`].
+const SCORED_PAGES: u64 = 1 << 28;
+
+fn by_lba_gc(p: &PcStream) -> bool {
+    p.gc_by_age
+}
+
+impl PcStreamDual {
+    /// Both learners for a device with `streams` stream ids (`cfg.key_by_lba`
+    /// is ignored: one of each).
+    pub fn new(streams: u32, cfg: PcStreamConfig) -> Self {
+        let by_file = PcStream::new(
+            streams,
+            PcStreamConfig {
+                key_by_lba: false,
+                ..cfg.clone()
+            },
+        );
+        let by_lba = PcStream::new(
+            streams,
+            PcStreamConfig {
+                key_by_lba: true,
+                ..cfg
+            },
+        );
+        let n = by_file.streams as usize;
+        let gc_by_age = by_lba_gc(&by_lba);
+        PcStreamDual {
+            gc_by_age,
+            centroids: Default::default(),
+            by_file,
+            by_lba,
+            use_lba: false,
+            born: Vec::new(),
+            chosen: Vec::new(),
+            score: [vec![(0.0, 0.0, 0.0); n], vec![(0.0, 0.0, 0.0); n]],
+            next_decision: DECIDE_EVERY,
+            switches: 0,
+        }
+    }
+
+    /// Whether writes are currently placed by the LBA-keyed learner.
+    pub fn uses_lba(&self) -> bool {
+        self.use_lba
+    }
+
+    /// Pooled within-stream variance of log2(device lifetime) of learner
+    /// `v` (0 = file, 1 = LBA), `None` before any death.
+    pub fn pooled_variance(&self, v: usize) -> Option<f64> {
+        let (m2, n) = self.score[v]
+            .iter()
+            .fold((0.0, 0.0), |(m, k), s| (m + s.2, k + s.0));
+        (n > 0.0).then(|| m2 / n)
+    }
+
+    /// LBA `lpn` died on the device at `now`: scores both learners' choices.
+    fn died(&mut self, lpn: u64, now: u64) {
+        let i = lpn as usize;
+        let Some(&born) = self.born.get(i) else {
+            return;
+        };
+        if born == u64::MAX {
+            return;
+        }
+        self.born[i] = u64::MAX;
+        let x = (now.saturating_sub(born).max(1) as f64).log2();
+        for v in 0..2 {
+            let s = &mut self.score[v][usize::from(self.chosen[i][v])];
+            s.0 += 1.0;
+            let d = x - s.1;
+            s.1 += d / s.0;
+            s.2 += d * (x - s.1);
+        }
+    }
+
+    fn decide(&mut self, now: u64) {
+        if now < self.next_decision {
+            return;
+        }
+        self.next_decision = now.saturating_add(DECIDE_EVERY);
+        if let (Some(f), Some(l)) = (self.pooled_variance(0), self.pooled_variance(1)) {
+            let lba = l < f;
+            if lba != self.use_lba {
+                self.use_lba = lba;
+                self.switches += 1;
+            }
+        }
+        if self.gc_by_age {
+            let p = if self.use_lba {
+                &self.by_lba
+            } else {
+                &self.by_file
+            };
+            *self.centroids.lock().unwrap_or_else(|e| e.into_inner()) =
+                p.mapper.centroids().to_vec();
+        }
+    }
+}
+
+impl Placement for PcStreamDual {
+    fn name(&self) -> &str {
+        "pcstream"
+    }
+
+    fn streams(&self) -> u32 {
+        self.by_file.streams
+    }
+
+    fn place(&mut self, w: &WriteCtx) -> StreamId {
+        let a = self.by_file.place(w);
+        let b = self.by_lba.place(w);
+        for k in 0..u64::from(w.pages) {
+            let lpn = w.lpn.saturating_add(k);
+            if lpn >= SCORED_PAGES {
+                break;
+            }
+            self.died(lpn, w.time);
+            let i = lpn as usize;
+            if i >= self.born.len() {
+                let n = (i + 1).next_power_of_two().min(SCORED_PAGES as usize);
+                self.born.resize(n, u64::MAX);
+                self.chosen.resize(n, [0, 0]);
+            }
+            self.born[i] = w.time;
+            self.chosen[i] = [a.min(255) as u8, b.min(255) as u8];
+        }
+        self.decide(w.time);
+        if self.use_lba {
+            b
+        } else {
+            a
+        }
+    }
+
+    fn trim(&mut self, lpn: u64, pages: u32, time: u64) {
+        self.by_file.trim(lpn, pages, time);
+        self.by_lba.trim(lpn, pages, time);
+        for k in 0..u64::from(pages) {
+            let p = lpn.saturating_add(k);
+            if p >= SCORED_PAGES || p as usize >= self.born.len() {
+                break;
+            }
+            self.died(p, time);
+        }
+    }
+
+    fn invalidate_file(&mut self, file: (u64, u64), first_page: u64, pages: u64, time: u64) {
+        self.by_file.invalidate_file(file, first_page, pages, time);
+        self.by_lba.invalidate_file(file, first_page, pages, time);
+    }
+
+    fn gc_placement(&mut self) -> Option<Box<dyn crate::placement::GcPlacement + Send>> {
+        self.gc_by_age.then(|| {
+            Box::new(AgeGc {
+                centroids: std::sync::Arc::clone(&self.centroids),
+            }) as Box<dyn crate::placement::GcPlacement + Send>
+        })
+    }
+
+    fn counters(&self) -> Vec<(&'static str, u64)> {
+        let p = if self.use_lba {
+            &self.by_lba
+        } else {
+            &self.by_file
+        };
+        let mut c = p.counters();
+        c.push(("placed_by_lba", u64::from(self.use_lba)));
+        c.push(("view_switches", self.switches));
+        c
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -149,6 +522,8 @@ mod tests {
                 ..Default::default()
             },
             key_by_lba: false,
+            refine: RefineConfig::default(),
+            gc_by_age: false,
         }
     }
 
@@ -166,6 +541,13 @@ mod tests {
 
     #[test]
     fn learns_from_unlinks_and_persists_across_restart() {
+        // The PC alone (as the daemon runs it: the shim looks streams up
+        // by signature).
+        let paper = PcStreamConfig {
+            refine: RefineConfig::none(),
+            ..cfg()
+        };
+        let cfg = || paper.clone();
         let mut p = PcStream::new(3, cfg());
         let mut t = 0;
         // sig 1: 8-page temp files deleted once written (lifetimes 1..8);
@@ -220,5 +602,124 @@ mod tests {
         }
         assert_eq!(p.mapper().stream(1), 1);
         assert_eq!(p.mapper().stream(2), 2);
+    }
+
+    fn hinted(t: u64, file: u64, page: u64, sig: u64, hint: u8) -> WriteCtx {
+        WriteCtx {
+            app_hint: hint,
+            ..write(t, file, page, sig)
+        }
+    }
+
+    /// One code path writes files the application hints SHORT (deleted at
+    /// once) and files it hints EXTREME (kept): refined by the hint, the
+    /// two are learnt apart and placed apart; the paper's PC alone cannot.
+    #[test]
+    fn the_app_hint_splits_one_signature() {
+        let run = |mut p: PcStream| {
+            let mut t = 0;
+            for round in 0..200u64 {
+                // A short file: 8 pages, unlinked right away.
+                for pg in 0..8 {
+                    p.place(&hinted(t, 1000 + round, pg, 1, 2));
+                    t += 1;
+                }
+                p.invalidate_file((1, 1000 + round), 0, u64::MAX, t);
+                // A long one: 8 pages, unlinked 100 rounds later.
+                for pg in 0..8 {
+                    p.place(&hinted(t, 5000 + round, pg, 1, 5));
+                    t += 1;
+                }
+                if round >= 100 {
+                    p.invalidate_file((1, 5000 + round - 100), 0, u64::MAX, t);
+                }
+                // Another signature of a middle lifetime.
+                p.place(&write(t, 7, round % 40, 2));
+                t += 1;
+            }
+            let s = p.place(&hinted(t, 9000, 0, 1, 2));
+            let l = p.place(&hinted(t + 1, 9001, 0, 1, 5));
+            (s, l)
+        };
+        let (s, l) = run(PcStream::new(4, cfg()));
+        assert!(s < l, "refined: short {s} long {l}");
+        let mut paper = cfg();
+        paper.refine = RefineConfig::none();
+        let (s, l) = run(PcStream::new(4, paper));
+        assert_eq!(s, l, "the PC alone cannot tell them apart");
+    }
+
+    /// One code path rewrites a few hot pages of a file again and again and
+    /// the rest of the file rarely (SQLite's pager): refined by the page's
+    /// previous lifetime, a hot page's rewrite goes to a shorter stream
+    /// than a cold page's.
+    #[test]
+    fn the_previous_lifetime_splits_hot_and_cold_pages() {
+        let mut p = PcStream::new(4, cfg());
+        let mut t = 0;
+        let mut x = 1u64;
+        for _ in 0..20_000u64 {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            // 9 writes in 10 to 16 hot pages, 1 in 10 to 4096 cold ones.
+            let page = if (x >> 60) < 14 {
+                (x >> 33) % 16
+            } else {
+                16 + (x >> 33) % 4096
+            };
+            p.place(&write(t, 7, page, 1));
+            t += 1;
+        }
+        let hot = p.place(&write(t, 7, 3, 1));
+        let cold = p.place(&write(t + 1, 7, 16 + 2049, 1));
+        assert!(hot < cold, "hot {hot} cold {cold}");
+        let paper = PcStream::paper(4, cfg());
+        assert_eq!(paper.name(), "pcstream-paper");
+    }
+
+    /// Files deleted at once whose blocks the file system reuses only much
+    /// later (device: long-lived), beside in-place hot and cold pages: the
+    /// file learner groups the deleted files with the hot pages (both die
+    /// young in the file view), the LBA learner with the cold ones, and the
+    /// device's deaths side with the LBA learner, which then places.
+    #[test]
+    fn the_dual_places_with_the_learner_the_device_agrees_with() {
+        let mut p = PcStreamDual::new(3, cfg());
+        let mut t = 0u64;
+        let mut x = 1u64;
+        let mut rnd = || {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            x >> 33
+        };
+        let at = |t: u64, file: u64, page: u64, lpn: u64, sig: u64| WriteCtx {
+            lpn,
+            ..write(t, file, page, sig)
+        };
+        for step in 0..120_000u64 {
+            // A: 4-page temp files, unlinked once written; next-fit LBAs
+            // over a 20000-page region.
+            let f = 1000 + step / 4;
+            p.place(&at(t, f, step % 4, 100_000 + step % 20_000, 1));
+            t += 1;
+            if step % 4 == 3 {
+                p.invalidate_file((1, f), 0, u64::MAX, t);
+            }
+            // B: 16 hot pages rewritten in place.
+            let b = rnd() % 16;
+            p.place(&at(t, 7, b, 50_000 + b, 2));
+            t += 1;
+            // C: 4096 cold pages rewritten in place.
+            let c = rnd() % 4096;
+            p.place(&at(t, 8, c, 60_000 + c, 3));
+            t += 1;
+        }
+        let (f, l) = (p.pooled_variance(0).unwrap(), p.pooled_variance(1).unwrap());
+        assert!(l < f, "device-lifetime variance: lba {l} file {f}");
+        assert!(p.uses_lba());
+        let c: std::collections::BTreeMap<_, _> = p.counters().into_iter().collect();
+        assert_eq!(c["placed_by_lba"], 1);
     }
 }

@@ -54,11 +54,33 @@ pub trait Placement {
     /// from files need these; LBA-based ones ignore them.
     fn invalidate_file(&mut self, _file: (u64, u64), _first_page: u64, _pages: u64, _time: u64) {}
 
+    /// A companion that places the device's GC copies, for policies that
+    /// decide GC placement too (SepBIT). The simulator installs it as its
+    /// GC hook; `None` (the default) keeps the device's own GC placement
+    /// (internal streams, or back into the victim's stream).
+    fn gc_placement(&mut self) -> Option<Box<dyn GcPlacement + Send>> {
+        None
+    }
+
     /// Named counters for reports (e.g. pcstream's signatures and
     /// re-clusterings), in a fixed order. Empty by default.
     fn counters(&self) -> Vec<(&'static str, u64)> {
         Vec::new()
     }
+}
+
+/// Placement of garbage-collection copies, for the simulator's GC hook
+/// (see [`Placement::gc_placement`]). Times are the device's host clock
+/// (host pages written), the same clock as [`WriteCtx::time`] in a replay.
+pub trait GcPlacement {
+    /// A victim block is being collected at `now`: it held data of external
+    /// stream `stream` (`None` if several streams' data were mixed in it)
+    /// and was opened at `opened`.
+    fn collected(&mut self, stream: Option<StreamId>, opened: u64, now: u64);
+
+    /// The external stream a valid page of that victim is copied into; the
+    /// page was last written by the host at `written`.
+    fn place_gc(&mut self, stream: Option<StreamId>, written: u64, now: u64) -> StreamId;
 }
 
 /// Everything in one stream: what a conventional SSD does.

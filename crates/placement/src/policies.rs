@@ -6,8 +6,10 @@
 //! | `baseline` | [`crate::placement::Baseline`] | nothing: one stream |
 //! | `autostream-sfr` | [`crate::autostream`] | LBA write counts with decay |
 //! | `autostream-mq` | [`crate::autostream`] | LBA multi-queue with expiry |
+//! | `sepbit` | [`crate::sepbit`] | LBA invalidation times; places GC copies too |
 //! | `app-hints` | [`crate::app_hints`] | the application's `F_SET_RW_HINT`s |
-//! | `pcstream` | [`crate::pcstream`] | PC signatures, lifetimes learned online |
+//! | `pcstream` | [`crate::pcstream`] | PC signatures refined by online signals, lifetimes learned online |
+//! | `pcstream-paper` | [`crate::pcstream`] | the paper's algorithm: PC signatures alone |
 //! | `oracle` | [`crate::oracle`] | each write's true death time |
 //!
 //! Internal (GC) streams are a device option of the simulator, orthogonal to
@@ -16,16 +18,19 @@
 use crate::app_hints::AppHints;
 use crate::autostream::{AutoStreamConfig, AutoStreamMq, AutoStreamSfr};
 use crate::oracle::{Oracle, OracleConfig};
-use crate::pcstream::{PcStream, PcStreamConfig};
+use crate::pcstream::{PcStream, PcStreamConfig, PcStreamDual};
 use crate::placement::{Baseline, Placement};
+use crate::sepbit::SepBit;
 
 /// Names accepted by [`build`], in report order.
 pub const POLICY_NAMES: &[&str] = &[
     "baseline",
     "autostream-sfr",
     "autostream-mq",
+    "sepbit",
     "app-hints",
     "pcstream",
+    "pcstream-paper",
     "oracle",
 ];
 
@@ -188,8 +193,10 @@ pub fn build(name: &str, cfg: &PolicyConfig) -> Result<Box<dyn Placement + Send>
         "baseline" => Box::new(Baseline),
         "autostream-sfr" => Box::new(AutoStreamSfr::new(m, cfg.autostream.clone())),
         "autostream-mq" => Box::new(AutoStreamMq::new(m, cfg.autostream.clone())),
+        "sepbit" => Box::new(SepBit::new(m)),
         "app-hints" => Box::new(AppHints::new(m)),
-        "pcstream" => Box::new(PcStream::new(m, cfg.pcstream.clone())),
+        "pcstream" => Box::new(PcStreamDual::new(m, cfg.pcstream.clone())),
+        "pcstream-paper" => Box::new(PcStream::paper(m, cfg.pcstream.clone())),
         "oracle" => Box::new(Oracle::new(m, cfg.oracle.clone())),
         _ => {
             return Err(UnknownPolicy {

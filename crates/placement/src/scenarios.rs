@@ -453,11 +453,15 @@ fn in_place_updates_autostream_does_well() {
             "{lba} {} vs baseline {base}",
             r[lba].waf
         );
-        assert!(r[lba].waf < 0.92 * r["pcstream"].waf);
+        assert!(r[lba].waf < 0.92 * r["pcstream-paper"].waf);
+        // Refined by each page's previous lifetime, pcstream tells the hot
+        // pages from the cold ones as well as the LBA schemes do.
+        assert!(r["pcstream"].waf <= r[lba].waf, "{lba}");
     }
     assert!(r["app-hints"].waf < 0.9 * base);
-    // One code path writes everything: pcstream has nothing to separate on.
-    assert!((r["pcstream"].waf - base).abs() < 0.05 * base);
+    // One code path writes everything: the PC alone has nothing to
+    // separate on.
+    assert!((r["pcstream-paper"].waf - base).abs() < 0.05 * base);
     oracle_never_worse(&r);
 }
 

@@ -70,6 +70,9 @@ pub fn simulate(job: &Job<'_>, policy_cfg: &PolicyConfig) -> Result<RunResult, R
     let make = || policies::build(&job.policy, &cfg).map_err(|e| bad(e.into()));
     let mut policy = make()?;
     let mut ssd = aged_ssd(job.replay, &layout).map_err(|e| bad(e.into()))?;
+    if let Some(hook) = policy.gc_placement() {
+        ssd.set_gc_placement(hook);
+    }
     let mode = job.replay.run_mode;
     let fresh: Option<MakePolicy<'_>> = if mode.clear_at_marks {
         Some(&make)

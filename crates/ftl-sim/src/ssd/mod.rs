@@ -6,7 +6,7 @@
 //! Everything on the write path is a flat `Vec` indexed by page or block
 //! number; nothing allocates per write.
 
-use pcstream_placement::StreamId;
+use pcstream_placement::{GcPlacement, StreamId};
 
 use crate::buckets::Buckets;
 use crate::config::{Config, ConfigError, GcPolicy};
@@ -95,6 +95,8 @@ struct Block {
     erases: u32,
     /// Host clock when the block was closed (for cost-benefit).
     closed_at: u64,
+    /// Host clock when the block was opened (its lifespan for a GC hook).
+    opened_at: u64,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -121,6 +123,15 @@ pub struct BlockCounts {
     pub open: u64,
     /// Full; GC candidates.
     pub closed: u64,
+}
+
+/// A policy's GC placement ([`GcPlacement`]), boxed.
+struct GcHook(Box<dyn GcPlacement + Send>);
+
+impl std::fmt::Debug for GcHook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("GcHook")
+    }
 }
 
 /// A simulated SSD. Drive it write by write with [`Ssd::write`] and
@@ -160,6 +171,9 @@ pub struct Ssd {
     gc_stream_blocks: u64,
     per: Vec<PerStream>,
     lifetimes: Vec<LogHistogram>,
+    /// The policy's placement of GC copies, when it has one
+    /// ([`Ssd::set_gc_placement`]).
+    gc_hook: Option<GcHook>,
     /// Test-only payload per physical page, moved by GC like data.
     #[cfg(test)]
     tags: Vec<u64>,
@@ -194,6 +208,7 @@ impl Ssd {
                     data_stream: NIL,
                     erases: 0,
                     closed_at: 0,
+                    opened_at: 0,
                 };
                 nblocks
             ],
@@ -217,10 +232,23 @@ impl Ssd {
             gc_stream_blocks: 0,
             per: vec![PerStream::default(); ns],
             lifetimes: vec![LogHistogram::default(); ns],
+            gc_hook: None,
             #[cfg(test)]
             tags: vec![0; phys],
             cfg,
         })
+    }
+
+    /// Lets a policy place GC copies: from now on each valid page of a
+    /// victim goes to the external stream `hook` chooses (copied into that
+    /// stream's own frontier, beside its host writes), instead of the
+    /// device's default (internal streams, the shared GC block, or the
+    /// victim's own stream). The hook also hears every collected victim.
+    /// GC then keeps one more free block per stream, as one victim's
+    /// copies may open a block in every stream.
+    pub fn set_gc_placement(&mut self, hook: Box<dyn GcPlacement + Send>) {
+        self.gc_hook = Some(GcHook(hook));
+        self.reserve = self.cfg.gc_free_blocks as usize + self.streams as usize;
     }
 
     /// The configuration the device was built from.
@@ -531,6 +559,7 @@ impl Ssd {
         debug_assert_eq!(blk.state, State::Free);
         blk.state = State::Open;
         blk.frontier = f as u32;
+        blk.opened_at = self.clock;
         let s = self.streams;
         blk.data_stream = if (f as u32) < s {
             f as u32
@@ -607,6 +636,9 @@ impl Ssd {
             self.buckets.insert(v, valid);
             return Ok(false);
         }
+        if self.gc_hook.is_some() {
+            return self.gc_placed(v, valid);
+        }
         let dest = self.gc_dest(self.blocks[v as usize].frontier);
         let vs = self.blocks[v as usize].data_stream;
         let ppb = self.ppb as usize;
@@ -658,6 +690,57 @@ impl Ssd {
         }
         if vs != MIXED {
             self.per[vs as usize].gc += u64::from(valid);
+        }
+        self.p2l[base..base + ppb].fill(NIL);
+        self.gc_pages += u64::from(valid);
+        self.victims += 1;
+        self.erase(v);
+        Ok(true)
+    }
+
+    /// [`Ssd::gc_one`] with the policy's GC hook: every valid page of
+    /// victim `v` goes to the host frontier of the stream the hook picks.
+    fn gc_placed(&mut self, v: u32, valid: u32) -> Result<bool, SimError> {
+        // The stream the victim was written through (its class, for the
+        // hook), not the streams of the data in it.
+        let vf = self.blocks[v as usize].frontier;
+        let from = (vf < self.streams).then_some(vf);
+        let now = self.clock;
+        let opened = self.blocks[v as usize].opened_at;
+        if let Some(h) = self.gc_hook.as_mut() {
+            h.0.collected(from, opened, now);
+        }
+        let ppb = self.ppb as usize;
+        let base = v as usize * ppb;
+        for p in base..base + ppb {
+            let lpn = self.p2l[p];
+            if lpn == NIL {
+                continue;
+            }
+            // Host times are kept modulo 2^32: the age is exact below that.
+            let age = (now as u32).wrapping_sub(self.wtime[lpn as usize]);
+            let written = now.saturating_sub(u64::from(age));
+            let s = match self.gc_hook.as_mut() {
+                Some(h) => h.0.place_gc(from, written, now),
+                None => 0,
+            }
+            .min(self.streams - 1) as usize;
+            if self.frontiers[s].block == NIL {
+                self.open_block(s)?;
+            }
+            let w = self.take_page(s) as usize;
+            let ds = u32::from(self.stream_of[lpn as usize]);
+            let dblk = &mut self.blocks[w / ppb];
+            if dblk.data_stream != ds {
+                dblk.data_stream = MIXED;
+            }
+            self.p2l[w] = lpn;
+            self.l2p[lpn as usize] = w as u32;
+            self.per[usize::from(self.stream_of[lpn as usize])].gc += 1;
+            #[cfg(test)]
+            {
+                self.tags[w] = self.tags[p];
+            }
         }
         self.p2l[base..base + ppb].fill(NIL);
         self.gc_pages += u64::from(valid);
