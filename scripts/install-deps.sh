@@ -12,7 +12,7 @@
 #   script          bsdutils       a pty for `pcstreamctl watch`'s terminal view
 #   python3         python3        bench/gen_cbase.py (gcc workloads)
 #   qemu-system-x86_64, debootstrap, cpio, zstd   tests/qemu (the NVMe target under a Linux guest)
-#   CPython's tests libpython3.11-testsuite  app_cpython_tests (a real application's own test suite under the shim)
+#   CPython's tests libpython3.11-testsuite  shim_cpython_tests (a real application's own test suite under the shim)
 set -euo pipefail
 need=()
 check() { command -v "$1" >/dev/null || need+=("$2"); }
