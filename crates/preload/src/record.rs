@@ -206,6 +206,19 @@ fn note_lost(n: u64) {
     sys_close(fd);
 }
 
+/// Events counted as lost by this process so far (failed appends).
+pub fn lost_so_far() -> u64 {
+    RECORD_LOST.load(Ordering::Relaxed)
+}
+
+/// Counts `n` more events as lost in the trace file's marker (the events
+/// an EXIT that could not be appended was reporting as dropped).
+pub fn count_lost(n: u64) {
+    if n > 0 {
+        note_lost(n);
+    }
+}
+
 /// Whether batches go to the daemon's socket.
 pub fn socket_on() -> bool {
     SOCK_PATH.is_on()

@@ -412,13 +412,23 @@ fn finish() {
     // Every thread's pending events first, so EXIT's count covers them
     // and EXIT is the last record of the trace.
     flush_all();
+    let dropped = batch::dropped();
+    let lost_before = record::lost_so_far();
     emit(&Kind::Process {
         kind: ProcessKind::Exit,
         ppid: 0,
         exe: &[],
         argv: &[],
-        dropped: batch::dropped(),
+        dropped,
     });
+    // EXIT is flushed at once (`finished`). When its append failed (a full
+    // file system), the events it reported as dropped would vanish with
+    // it: count them in the trace's loss marker instead. (Another thread's
+    // append failing at this very moment makes this count them twice: an
+    // over-count, never a silent loss.)
+    if dropped > 0 && record::lost_so_far() > lost_before {
+        record::count_lost(dropped);
+    }
 }
 
 /// Library destructor body: the EXIT event and a final flush of every batch.
