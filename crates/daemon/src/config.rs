@@ -98,7 +98,7 @@ impl Default for Config {
 
 /// A configuration error, naming the file and the problem.
 #[derive(Debug, thiserror::Error)]
-pub enum ConfigError {
+pub enum DaemonConfigError {
     /// The file could not be read.
     #[error("{path}: {source}")]
     Read {
@@ -131,8 +131,8 @@ pub enum ConfigError {
 
 impl Config {
     /// Parses TOML text (`path` names it in errors) and checks the values.
-    pub fn parse(text: &str, path: &str) -> Result<Config, ConfigError> {
-        let c: Config = toml::from_str(text).map_err(|e| ConfigError::Parse {
+    pub fn parse(text: &str, path: &str) -> Result<Config, DaemonConfigError> {
+        let c: Config = toml::from_str(text).map_err(|e| DaemonConfigError::Parse {
             path: path.into(),
             msg: e.message().to_string(),
         })?;
@@ -141,7 +141,7 @@ impl Config {
     }
 
     /// Reads `path`; a missing file at the default location means defaults.
-    pub fn load(path: Option<&Path>) -> Result<Config, ConfigError> {
+    pub fn load(path: Option<&Path>) -> Result<Config, DaemonConfigError> {
         let (p, required) = match path {
             Some(p) => (p.to_path_buf(), true),
             None => (PathBuf::from(DEFAULT_CONFIG), false),
@@ -151,15 +151,15 @@ impl Config {
             Err(e) if !required && e.kind() == std::io::ErrorKind::NotFound => {
                 Ok(Config::default())
             }
-            Err(source) => Err(ConfigError::Read {
+            Err(source) => Err(DaemonConfigError::Read {
                 path: p.display().to_string(),
                 source,
             }),
         }
     }
 
-    fn check(&self, path: &str) -> Result<(), ConfigError> {
-        let bad = |key, value: String, why| ConfigError::Value {
+    fn check(&self, path: &str) -> Result<(), DaemonConfigError> {
+        let bad = |key, value: String, why| DaemonConfigError::Value {
             path: path.into(),
             key,
             value,

@@ -8,6 +8,8 @@
 //! ([`notify`]). Start reading at [`daemon::run`]; docs/daemon.md is the
 //! user's description.
 
+#![deny(missing_docs)]
+
 pub mod config;
 pub mod daemon;
 pub mod ingest;

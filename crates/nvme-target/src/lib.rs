@@ -10,6 +10,8 @@
 //! [`client`] is a small NVMe/TCP host used by the tests and the bench.
 //! Not here: authentication, TLS, reservations, ANA, multiple namespaces.
 
+#![deny(missing_docs)]
+
 pub mod client;
 pub mod conn;
 pub mod controller;
