@@ -49,7 +49,9 @@ E1=$(num /tmp/st1.json events); S1=$(num /tmp/st1.json signatures); C1=$(num /tm
 info "after dd under the shim: events=$E1 signatures=$S1 clock_pages=$C1"
 check shim-events-counted test "${E1:-0}" -gt 0
 check shim-dd-pages-counted test "${C1:-0}" -ge 4096
-check contexts-name-dd sh -c "pcstreamctl contexts --json | grep -q 'dd'"
+# contexts: dd's write path, 16 MiB written by program dd.
+ctx_dd() { pcstreamctl contexts --json | tr -d ' \n' | grep -q '"bytes_written":16777216,[^}]*"programs":\["dd"\]'; }
+check contexts-name-dd ctx_dd
 # Another local user (nobody) reaches the dynamic user's events.sock and is
 # learnt separately (a second learner).
 check shim-dd-as-nobody setpriv --reuid=65534 --regid=65534 --clear-groups env \
@@ -82,7 +84,7 @@ S2=$(num /tmp/st2.json signatures); C2=$(num /tmp/st2.json clock_pages)
 info "after restart: signatures=$S2 clock_pages=$C2 (before stop: $S1, $C1)"
 check state-reloaded-signatures test "${S2:-x}" = "${S1:-y}" -a "${S2:-0}" -gt 0
 check state-reloaded-clock test "${C2:-x}" = "${C1:-y}"
-check contexts-after-restart sh -c "pcstreamctl contexts --json | grep -q 'dd'"
+check contexts-after-restart ctx_dd
 check no-daemon-errors sh -c "! journalctl -u pcstreamd -b --no-pager -o cat | grep -E ' (ERROR|WARN) '"
 journalctl -u pcstreamd -b --no-pager -o cat 2>&1 | tail -12 | sed 's/^/  | journal: /'
 echo ALL-DONE
