@@ -5,7 +5,11 @@
 # `pcstreamctl` binary into an initramfs, boots it under QEMU/TCG with no
 # network device, and inside the guest runs `pcstreamctl target` on
 # 127.0.0.1 and checks it through the kernel's nvme-tcp driver and nvme-cli
-# (guest-init.sh). Results come back over the serial console as
+# (guest-init.sh). A second boot of the same initramfs runs systemd as PID 1
+# (rdinit=/lib/systemd/systemd), which starts pcstreamd from
+# packaging/pcstreamd.service, unchanged; pcstream-check.service then runs
+# systemd-check.sh against it (sockets, status, a program under the shim,
+# stop/save/restart/reload). Results come back over the serial console as
 # `CHECK <name> ok|FAIL` lines; the script fails if any check fails.
 # Needs root (debootstrap, chroot); prints a skip line otherwise.
 set -euo pipefail
@@ -23,14 +27,18 @@ done
 start=$(date +%s)
 mkdir -p "$cache"
 
-# 1. The guest root file system and kernel (cached).
-if [ ! -e "$cache/rootfs.done" ]; then
-  rm -rf "$cache/rootfs"
+# 1. The guest root file system and kernel (cached). rootfs.done holds the
+# package list it was built with: a cache from another list (e.g. one
+# without systemd) is rebuilt, and the base initramfs with it.
+include=nvme-cli,e2fsprogs,kmod,iproute2,procps,systemd
+stamp="trixie minbase $include"
+if [ "$(cat "$cache/rootfs.done" 2>/dev/null)" != "$stamp" ]; then
+  rm -rf "$cache/rootfs" "$cache/rootfs.done" "$cache/base.cpio.zst"
   echo "qemu: debootstrap trixie (minbase) into $cache/rootfs"
-  debootstrap --variant=minbase --include=nvme-cli,e2fsprogs,kmod,iproute2,procps \
+  debootstrap --variant=minbase --include=$include \
     trixie "$cache/rootfs" "$mirror" >"$cache/debootstrap.log" 2>&1 \
     || { tail -20 "$cache/debootstrap.log" >&2; exit 1; }
-  touch "$cache/rootfs.done"
+  echo "$stamp" >"$cache/rootfs.done"
 fi
 if [ ! -e "$cache/kernel.done" ]; then
   echo "qemu: linux-image from trixie-backports"
@@ -71,12 +79,34 @@ fi
 
 echo "qemu: base initramfs ready after $(( $(date +%s) - start )) s"
 
-# 3. This build's pcstreamctl and the guest's init (every run).
-cargo build --release -q -p pcstreamctl --manifest-path "$root/Cargo.toml"
+# 3. This build's pcstreamctl, pcstreamd, libpcstream.so, the unit and the
+# guest's init (every run).
+cargo build --release -q -p pcstreamctl -p pcstreamd -p pcstream-preload --manifest-path "$root/Cargo.toml"
 over=$(mktemp -d)
 trap 'rm -rf "$over"' EXIT
-mkdir -p "$over/usr/local/bin"
+# The overlay's "." becomes the guest's / (mktemp makes it 0700: a dynamic
+# user could then not even chdir to /).
+chmod 755 "$over"
+mkdir -p "$over/usr/local/bin" "$over/usr/bin" "$over/usr/lib/pcstream" "$over/etc/pcstream" \
+  "$over/usr/share/pcstream" "$over/etc/systemd/system/multi-user.target.wants"
 cp "$root/target/release/pcstreamctl" "$over/usr/local/bin/"
+# pcstreamd as packaging/pcstreamd.service expects it (symbols stripped to
+# keep the initramfs small), the shim, the unit and its configuration,
+# unchanged (a copy of the unit is kept to check systemd saw this very file).
+strip -o "$over/usr/bin/pcstreamd" "$root/target/release/pcstreamd"
+strip -o "$over/usr/lib/pcstream/libpcstream.so" "$root/target/release/libpcstream.so"
+cp "$root/packaging/pcstreamd.service" "$over/etc/systemd/system/"
+cp "$root/packaging/pcstreamd.service" "$over/usr/share/pcstream/pcstreamd.service.packaged"
+cp "$root/packaging/pcstreamd.toml" "$over/etc/pcstream/"
+cp "$here/pcstream-check.service" "$over/etc/systemd/system/"
+cp "$here/systemd-check.sh" "$over/usr/local/bin/" && chmod 755 "$over/usr/local/bin/systemd-check.sh"
+# `systemctl enable` for both units; no login prompt on the console; a fixed
+# machine id (no first-boot logic).
+ln -s ../pcstreamd.service "$over/etc/systemd/system/multi-user.target.wants/"
+ln -s ../pcstream-check.service "$over/etc/systemd/system/multi-user.target.wants/"
+ln -s /dev/null "$over/etc/systemd/system/serial-getty@ttyS0.service"
+ln -s /dev/null "$over/etc/systemd/system/getty@tty1.service"
+echo 5c0e5e0b1dd94c5f9b8f6a8e2f0c1d2e >"$over/etc/machine-id"
 cc -O2 -Wall -o "$over/usr/local/bin/hintwrite" "$here/hintwrite.c"
 cc -O2 -Wall -o "$over/usr/local/bin/uringwrite" "$here/uringwrite.c"
 cp "$here/guest-init.sh" "$over/init" && chmod 755 "$over/init"
@@ -84,15 +114,37 @@ cp "$here/guest-init.sh" "$over/init" && chmod 755 "$over/init"
 cat "$cache/base.cpio.zst" "$cache/overlay.cpio.zst" >"$cache/initrd.zst"
 
 # 4. Boot (TCG, no network device); the guest powers off when done.
+# QEMU_BOOTS=systemd runs only the systemd boot (a quicker loop when working
+# on the daemon's unit); the default runs both.
+boots=${QEMU_BOOTS:-nvme,systemd}
 log=$cache/console.log
 echo "qemu: pcstreamctl built after $(( $(date +%s) - start )) s"
+: >"$log"
+case ,$boots, in *,nvme,*)
 echo "qemu: booting (console log: $log)"
 timeout 900 qemu-system-x86_64 -machine q35 -cpu max -m 3072 -smp 2 -nic none -nographic -no-reboot \
   -kernel "$vmlinuz" -initrd "$cache/initrd.zst" \
   -append "console=ttyS0 rdinit=/init panic=-1 quiet loglevel=3" >"$log" 2>&1 || true
 tr -d '\r' <"$log" | grep -E '^(CHECK|INFO|  \|)' || true
-fails=$(tr -d '\r' <"$log" | grep -c '^CHECK .* FAIL' || true)
-oks=$(tr -d '\r' <"$log" | grep -c '^CHECK .* ok' || true)
-done_=$(tr -d '\r' <"$log" | grep -c '^ALL-DONE' || true)
-echo "qemu: $oks checks ok, $fails failed, $(( $(date +%s) - start )) s"
-[ "$fails" = 0 ] && [ "$done_" = 1 ] && [ "$oks" -gt 0 ]
+echo "qemu: NVMe/TCP boot done after $(( $(date +%s) - start )) s"
+;; esac
+
+# 5. Boot again with systemd as PID 1 (an initramfs root without
+# /etc/initrd-release is the real root to systemd): pcstreamd.service and
+# pcstream-check.service start; the check powers the guest off.
+slog=$cache/console-systemd.log
+: >"$slog"
+case ,$boots, in *,systemd,*)
+echo "qemu: booting with systemd as init (console log: $slog)"
+timeout 300 qemu-system-x86_64 -machine q35 -cpu max -m 3072 -smp 2 -nic none -nographic -no-reboot \
+  -kernel "$vmlinuz" -initrd "$cache/initrd.zst" \
+  -append "console=ttyS0 rdinit=/lib/systemd/systemd panic=-1 quiet loglevel=3 systemd.unit=multi-user.target" \
+  >"$slog" 2>&1 || true
+tr -d '\r' <"$slog" | grep -E '^(CHECK|INFO|  \|)' || true
+;; esac
+fails=$(cat "$log" "$slog" | tr -d '\r' | grep -c '^CHECK .* FAIL' || true)
+oks=$(cat "$log" "$slog" | tr -d '\r' | grep -c '^CHECK .* ok' || true)
+done_=$(cat "$log" "$slog" | tr -d '\r' | grep -c '^ALL-DONE' || true)
+nboots=$(echo "$boots" | tr ',' '\n' | grep -c .)
+echo "qemu: $oks checks ok, $fails failed, $done_ of $nboots boots complete, $(( $(date +%s) - start )) s"
+[ "$fails" = 0 ] && [ "$done_" = "$nboots" ] && [ "$oks" -gt 0 ]
