@@ -14,7 +14,7 @@ echo "== cargo build (the integration tests run the built libpcstream.so and pcs
 cargo build --workspace --release
 echo "== cargo test"
 cargo test --workspace --release --no-fail-fast -- --test-threads=2
-echo "== tests/qemu (the NVMe/TCP target driven by a Debian guest's kernel and nvme-cli; root only)"
+echo "== tests/qemu (a Debian guest: its kernel and nvme-cli drive the NVMe/TCP target; a second boot runs pcstreamd under its systemd; root only)"
 tests/qemu/run.sh
 if [ "${PCSTREAM_SKIP_FUZZ:-0}" != 1 ]; then
   echo "== fuzz targets (scripts/fuzz.sh: build of fuzz/ + 15 s per target, 1 GiB limit)"
