@@ -4,6 +4,8 @@
 //! default, `--json` for machines; a daemon that is not running is one line
 //! naming the socket tried.
 
+mod watch;
+
 use anyhow::{anyhow, Context as _};
 use clap::{Args, Subcommand};
 use hyper_util::rt::TokioIo;
@@ -212,7 +214,7 @@ async fn run_async(conn: Conn, cmd: DaemonCmd) -> anyhow::Result<()> {
                 print!("{}", streams_text(&r));
             }
         }
-        DaemonCmd::Watch(a) => crate::watch::run(&mut c, &sock, &conn, &a).await?,
+        DaemonCmd::Watch(a) => watch::run(&mut c, &sock, &conn, &a).await?,
         DaemonCmd::Export(a) => {
             let r = c
                 .export(wire::ExportRequest {})

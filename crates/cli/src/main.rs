@@ -19,7 +19,6 @@ mod sim;
 mod symbolize;
 mod target;
 mod trace_stats;
-mod watch;
 
 /// Fully automatic data placement for multi-stream and FDP SSDs.
 #[derive(Debug, Parser)]

@@ -12,8 +12,8 @@
 //! Otherwise: one plain line per refresh and one per mapping update
 //! (`--json`: one JSON object per line), what a log or a pipe wants.
 
-use crate::daemon::{context_json, human_bytes, status_err, status_json, Conn, WatchArgs};
-use crate::daemon::{PcStreamClient, TonicChannel};
+use super::{context_json, human_bytes, status_err, status_json, Conn, WatchArgs};
+use super::{PcStreamClient, TonicChannel};
 use pcstream_placement::wire;
 use ratatui::crossterm::event::{self, Event, KeyCode, KeyEventKind, KeyModifiers};
 use ratatui::layout::{Constraint, Layout};
