@@ -37,7 +37,7 @@ pub struct TargetArgs {
     #[arg(long, default_value = "1M", value_parser = parse_size)]
     pub ru_size: u64,
     /// Over-provisioning, (physical − logical) / logical.
-    #[arg(long, default_value_t = 0.07)]
+    #[arg(long, default_value_t = ftl_sim::paper::OP)]
     pub op: f64,
     /// GC copies of each RUH go to its own internal stream.
     #[arg(long)]

@@ -64,7 +64,7 @@ impl Default for DeviceConfig {
             capacity: 1 << 30,
             ruhs: 8,
             ru_size: 1 << 20,
-            op: 0.07,
+            op: ftl_sim::paper::OP,
             internal_streams: false,
             backing: None,
             trace: None,
