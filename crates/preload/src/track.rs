@@ -366,10 +366,19 @@ fn stream_hint(stream: u32) -> u64 {
     stream.min(4) as u64 + 1
 }
 
+/// In a descriptor's copy of its inode's hint (`files::known_hint`): the
+/// low nibble is the hint, the high one a hint that `F_SET_RW_HINT` refused
+/// on this descriptor (0: none; a stream's hint is never 0).
+const REFUSED_SHIFT: u32 = 4;
+
 /// The hint on `fd`'s inode after a write from a call path of `stream`:
 /// the stream's hint, set when the inode does not have it already
 /// (stream ≠ 0), else the hint last known on the inode. The descriptor's
-/// table entry keeps a copy while the hint cache does not change.
+/// table entry keeps a copy while the hint cache does not change, and
+/// remembers a hint the kernel refused (an old kernel, a seccomp filter,
+/// valgrind): that hint is not asked for again through this descriptor
+/// (one failed `fcntl` per write otherwise), but a different one (the
+/// stream changed) is.
 #[inline(always)]
 fn inode_hint(fd: c_int, info: files::FdInfo, stream: u32) -> u64 {
     let id = info.id;
@@ -379,18 +388,26 @@ fn inode_hint(fd: c_int, info: files::FdInfo, stream: u32) -> u64 {
     } else {
         None
     };
+    let mut refused = 0;
     let h = if stream != 0 {
-        if known == Some(stream_hint(stream)) {
-            return stream_hint(stream);
+        let want = stream_hint(stream);
+        match known {
+            Some(k) if k & 0xf == want => return want,
+            Some(k) if k >> REFUSED_SHIFT == want => return k & 0xf,
+            _ => {}
         }
-        hint::apply(fd, id, RwHint::for_stream(stream))
-    } else if let Some(h) = known {
-        return h;
+        let h = hint::apply(fd, id, RwHint::for_stream(stream));
+        if h != want {
+            refused = want;
+        }
+        h
+    } else if let Some(k) = known {
+        return k & 0xf;
     } else {
         hint::cached(id).unwrap_or(0)
     };
     if info.table {
-        files::set_known_hint(fd, epoch, h);
+        files::set_known_hint(fd, epoch, h | refused << REFUSED_SHIFT);
     }
     h
 }
@@ -656,6 +673,21 @@ mod tests {
         // Stream 1 (SHORT) is not there: F_SET_RW_HINT on a descriptor that
         // is not open fails, so the inode keeps what it had.
         assert_eq!(inode_hint(fd, info, 1), 4);
+        // The refusal is kept on the descriptor (the next write from that
+        // path asks no more); another stream's hint is asked for. (Other
+        // tests may move the hint cache's epoch meanwhile: then the copy
+        // is rightly not used and there is nothing to check.)
+        for (stream, refused) in [(1, 2), (2, 3)] {
+            let e0 = crate::hot::hint_epoch();
+            assert_eq!(inode_hint(fd, info, stream), 4);
+            if crate::hot::hint_epoch() == e0 {
+                assert_eq!(
+                    files::known_hint(fd, e0),
+                    Some(4 | refused << REFUSED_SHIFT),
+                    "stream {stream}"
+                );
+            }
+        }
         hint::forget(info.id);
         assert_eq!(inode_hint(fd, info, 0), 0, "forgotten: unknown");
         files::clear(fd);
