@@ -92,14 +92,32 @@ fn db_bench_wal_created_after_publication_carries_the_learnt_hint() {
     let life = |c: &serde_json::Value| c["lifetime_estimate_bytes"].as_f64().unwrap();
     let stream = |c: &serde_json::Value| c["stream"].as_u64().unwrap();
     let (lw, lf, lc, ls) = (life(&wal), life(&flush), life(&compaction), life(&sst));
-    eprintln!("lifetimes: WAL {lw} flush {lf} compaction {lc} SST blocks {ls}");
-    assert!(lw != lf && lf != lc && lw != lc, "lifetimes {lw} {lf} {lc}");
-    assert!(lw < ls, "WAL lifetime {lw} not below the SST blocks' {ls}");
-    assert!(
-        stream(&wal) < stream(&sst),
-        "WAL in stream {}, SST blocks in {}",
+    let (sw, sf, sc, ss) = (
         stream(&wal),
-        stream(&sst)
+        stream(&flush),
+        stream(&compaction),
+        stream(&sst),
+    );
+    eprintln!(
+        "lifetimes (stream): WAL {lw} ({sw}) flush {lf} ({sf}) compaction {lc} ({sc}) \
+         SST blocks {ls} ({ss})"
+    );
+    assert!(lw != lf && lf != lc && lw != lc, "lifetimes {lw} {lf} {lc}");
+    assert!(
+        lw < lf && lw < lc,
+        "WAL {lw} not below flush {lf} and compaction {lc}"
+    );
+    // Streams: the WAL is never above flush, compaction or the SST data
+    // blocks (and is in the shortest data stream, below). Not strictly
+    // below: in a run this small the SST data blocks (shared by flush and
+    // compaction: short-lived L0 files beside long-lived deeper levels) come
+    // within 2x of the WAL in about one run in four, and the compaction
+    // context's ~36 MB in one run in three; k-means over all contexts with
+    // clusters closer than 2x sharing a stream (docs/placement.md) then
+    // puts them in the WAL's stream.
+    assert!(
+        sw <= sf && sw <= sc && sw <= ss,
+        "WAL in stream {sw}, flush in {sf}, compaction in {sc}, SST blocks in {ss}"
     );
     // The WAL is in the shortest-lifetime stream of those that carry the
     // data (≥ 1% of the bytes). Lower streams hold only metadata: MANIFEST
