@@ -18,7 +18,7 @@
 mod app_common;
 mod daemon_common;
 
-use daemon_common::{page_write, read_table, send_events, Daemon};
+use daemon_common::{page_write, read_table, send_events, two_lifetimes, Daemon};
 use pcstream_placement::env as var;
 use pcstream_placement::pcstream::PcStream;
 use pcstream_placement::policies::PolicyConfig;
@@ -248,33 +248,7 @@ fn notify_ready_stopping_state_saved_and_reloaded() {
     let n = listener.recv(&mut buf).unwrap();
     assert!(String::from_utf8_lossy(&buf[..n]).contains("READY=1"));
     // Teach it: sig 5 short-lived temp files, sig 6 a file rewritten page by page (lifetime 192 pages).
-    let mut evs = Vec::new();
-    let w = |ino: u64, page: u64, sig: u64| wire::Event {
-        kind: Some(Kind::Write(wire::WriteEvent {
-            file: Some(wire::FileId { dev: 1, ino }),
-            offset: page * 4096,
-            len: 4096,
-            signature: sig,
-            ..Default::default()
-        })),
-        ..Default::default()
-    };
-    for round in 0..4000u64 {
-        evs.push(w(1000 + round, 0, 5));
-        evs.push(wire::Event {
-            kind: Some(Kind::Invalidate(wire::InvalidateEvent {
-                file: Some(wire::FileId {
-                    dev: 1,
-                    ino: 1000 + round,
-                }),
-                kind: wire::InvalidateKind::Unlink as i32,
-                offset: 0,
-                len: 4096,
-            })),
-            ..Default::default()
-        });
-        evs.push(w(7, round % 64, 6));
-    }
+    let evs = two_lifetimes(4000);
     send_events(&d.run_dir().join("events.sock"), &evs, 100);
     d.wait_events(evs.len() as u64);
     let before = read_table(&d.run_dir().join(format!("mapping.{}", uid())));
@@ -449,23 +423,7 @@ fn one_uid_is_bounded_in_the_call_paths_it_brings() {
 #[test]
 fn kill_9_mid_run_then_restart_reloads_the_last_save() {
     let mut d = Daemon::start("save_interval_s = 1\n");
-    let mut evs = Vec::new();
-    for round in 0..3000u64 {
-        evs.push(page_write(1000 + round, 0, 5));
-        evs.push(wire::Event {
-            kind: Some(Kind::Invalidate(wire::InvalidateEvent {
-                file: Some(wire::FileId {
-                    dev: 1,
-                    ino: 1000 + round,
-                }),
-                kind: wire::InvalidateKind::Unlink as i32,
-                offset: 0,
-                len: 4096,
-            })),
-            ..Default::default()
-        });
-        evs.push(page_write(7, round % 64, 6));
-    }
+    let evs = two_lifetimes(3000);
     send_events(&d.run_dir().join("events.sock"), &evs, 100);
     d.wait_events(evs.len() as u64);
     let t = std::time::Instant::now();

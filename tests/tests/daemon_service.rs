@@ -7,9 +7,8 @@
 
 mod daemon_common;
 
-use daemon_common::{page_write, read_table, send_events, Daemon};
+use daemon_common::{read_table, send_events, two_lifetimes, Daemon};
 use pcstream_placement::env as var;
-use pcstream_placement::wire::{self, event::Kind};
 use pcstream_tests::require_tool;
 use std::process::Command;
 
@@ -64,23 +63,7 @@ fn systemd_unit_verifies_and_is_rated_safe() {
 }
 
 fn teach(d: &Daemon) -> usize {
-    let mut evs = Vec::new();
-    for round in 0..3000u64 {
-        evs.push(page_write(1000 + round, 0, 5));
-        evs.push(wire::Event {
-            kind: Some(Kind::Invalidate(wire::InvalidateEvent {
-                file: Some(wire::FileId {
-                    dev: 1,
-                    ino: 1000 + round,
-                }),
-                kind: wire::InvalidateKind::Unlink as i32,
-                offset: 0,
-                len: 4096,
-            })),
-            ..Default::default()
-        });
-        evs.push(page_write(7, round % 64, 6));
-    }
+    let evs = two_lifetimes(3000);
     send_events(&d.run_dir().join("events.sock"), &evs, 100);
     evs.len()
 }

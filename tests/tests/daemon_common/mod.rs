@@ -207,6 +207,32 @@ pub fn page_write(ino: u64, page: u64, sig: u64) -> wire::Event {
     }
 }
 
+/// The unlink of the whole first page of inode `ino` (dev 1).
+pub fn unlink_page(ino: u64) -> wire::Event {
+    wire::Event {
+        kind: Some(Kind::Invalidate(wire::InvalidateEvent {
+            file: Some(wire::FileId { dev: 1, ino }),
+            kind: wire::InvalidateKind::Unlink as i32,
+            offset: 0,
+            len: 4096,
+        })),
+        ..Default::default()
+    }
+}
+
+/// Two lifetimes for a daemon to learn, `rounds` rounds of: signature 5
+/// writes a one-page temporary file that is unlinked at once, signature 6
+/// rewrites one page of a 64-page file (a lifetime of 192 pages).
+pub fn two_lifetimes(rounds: u64) -> Vec<wire::Event> {
+    let mut evs = Vec::with_capacity(3 * rounds as usize);
+    for round in 0..rounds {
+        evs.push(page_write(1000 + round, 0, 5));
+        evs.push(unlink_page(1000 + round));
+        evs.push(page_write(7, round % 64, 6));
+    }
+    evs
+}
+
 /// The hint on the file at `p` (`F_GET_RW_HINT`).
 pub fn rw_hint(p: &Path) -> u64 {
     let f = std::fs::File::open(p).unwrap();
