@@ -1,77 +1,90 @@
-//! The demo's terminal (issue 13, rough edge: db_bench's progress output
-//! flooded it): `scripts/quiet.sh run` keeps a real db_bench's output — its
-//! `\r`-separated progress included — in a log in the demo's directory and
-//! prints nothing; `scripts/quiet.sh tail` shows the log's last result lines,
-//! a few short indented lines without the progress. scripts/demo.sh runs
-//! db_bench through both.
+//! The main job as a user runs it: `pcstreamctl demo` (what scripts/demo.sh
+//! runs after building) with a real pcstreamd and a real db_bench under the
+//! shim. It must finish, show what the daemon learnt (the WAL's call path
+//! among the contexts), carry the learnt hints onto the second run's new
+//! WAL and SST files, end with every policy's WAF, and keep db_bench's
+//! `\r`-separated progress out of the terminal (issue 13's rough edge: it
+//! flooded the demo's), in a log in the demo's directory instead.
 
 use pcstream_tests::require_tool;
 use std::path::PathBuf;
 use std::process::Command;
 
-fn quiet_sh() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../scripts/quiet.sh")
+fn pcstreamctl() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/release/pcstreamctl")
 }
 
 #[test]
-fn db_bench_output_goes_to_the_log_and_only_its_last_lines_are_shown() {
+fn the_demo_shows_the_live_system_and_keeps_db_bench_quiet() {
     require_tool("db_bench", "rocksdb-tools");
     let tmp = tempfile::tempdir().unwrap();
-    let log = tmp.path().join("db_bench.log");
-    let db = format!("--db={}", tmp.path().join("db").display());
-    let out = Command::new(quiet_sh())
-        .args(["run", log.to_str().unwrap(), "db_bench", &db])
-        .args([
-            "--benchmarks=fillrandom,updaterandom",
-            "--num=30000",
-            "--value_size=100",
-            "--compression_type=none",
-            "--statistics=0",
-        ])
+    let dir = tmp.path().join("demo");
+    let out = Command::new(pcstreamctl())
+        .args(["demo", "--keys", "20000", "--dir"])
+        .arg(&dir)
         .output()
         .unwrap();
-    assert!(out.status.success(), "{out:?}");
-    assert!(
-        out.stdout.is_empty() && out.stderr.is_empty(),
-        "nothing reaches the terminal: {out:?}"
-    );
-    let text = std::fs::read_to_string(&log).unwrap();
-    assert!(text.contains("fillrandom"), "{text}");
-    assert!(
-        text.contains("... finished"),
-        "the progress output is kept in the log: {text}"
-    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{}\n{stdout}\n{stderr}", out.status);
 
-    let shown = Command::new(quiet_sh())
-        .args(["tail", log.to_str().unwrap(), "3"])
-        .output()
-        .unwrap();
-    assert!(shown.status.success(), "{shown:?}");
-    let shown = String::from_utf8(shown.stdout).unwrap();
-    let lines: Vec<&str> = shown.lines().collect();
+    // db_bench's output: in its log, progress included; only result lines shown.
+    let log = std::fs::read_to_string(dir.join("db_bench.log")).unwrap();
     assert!(
-        !lines.is_empty() && lines.len() <= 3,
-        "a few lines: {shown:?}"
+        log.contains("... finished"),
+        "progress kept in the log: {log}"
     );
-    for l in &lines {
+    assert!(
+        !stdout.contains("... finished") && !stdout.contains('\r'),
+        "{stdout}"
+    );
+    let shown: Vec<&str> = stdout.lines().filter(|l| l.starts_with("   | ")).collect();
+    assert!(
+        !shown.is_empty() && shown.len() <= 3 && shown.iter().all(|l| l.len() <= 125),
+        "a few short result lines: {shown:?}"
+    );
+    assert!(shown.last().unwrap().contains("updaterandom"), "{shown:?}");
+
+    // What the daemon learnt, the restart, the hints, every policy.
+    assert!(stdout.contains("rocksdb::DBImpl::WriteToWAL"), "{stdout}");
+    assert!(dir.join("state/state.json").is_file());
+    let hints: Vec<u64> = stdout
+        .lines()
+        .filter(|l| l.contains(".log  hint ") || l.contains(".sst  hint "))
+        .map(|l| l.rsplit(' ').next().unwrap().parse().unwrap())
+        .collect();
+    assert_eq!(hints.len(), 2, "the WAL's and an SST's hint: {stdout}");
+    assert!(
+        hints.iter().all(|h| (2..=5).contains(h)),
+        "run 2's new files carry learnt lifetime hints: {hints:?}\n{stdout}"
+    );
+    for policy in [
+        "baseline",
+        "autostream-sfr",
+        "sepbit",
+        "app-hints",
+        "pcstream",
+        "oracle",
+    ] {
         assert!(
-            l.starts_with("   | ") && l.len() <= 125 && !l.contains('\r'),
-            "{l:?}"
+            stdout
+                .lines()
+                .any(|l| l.starts_with(policy) && l.contains(" off ")),
+            "{policy}'s WAF: {stdout}"
         );
-        assert!(!l.contains("... finished"), "no progress line: {l:?}");
     }
-    assert!(
-        shown.contains("updaterandom"),
-        "the last result line is db_bench's last benchmark: {shown}"
-    );
+    // Not a pcstreamd left behind: its sockets went with it.
+    assert!(!dir.join("run/ctl.sock").exists(), "the daemon was stopped");
+}
 
-    // A missing log is one clear line, not silence.
-    let missing = Command::new(quiet_sh())
-        .args(["tail", tmp.path().join("nope.log").to_str().unwrap()])
+#[test]
+fn a_demo_without_its_daemon_is_one_clear_line() {
+    let out = Command::new(pcstreamctl())
+        .args(["demo", "--pcstreamd", "/nonexistent/pcstreamd"])
         .output()
         .unwrap();
-    assert!(!missing.status.success());
-    let err = String::from_utf8(missing.stderr).unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(err.lines().count(), 1, "{err}");
-    assert!(err.contains("nope.log"), "{err}");
+    assert!(err.contains("/nonexistent/pcstreamd"), "{err}");
 }

@@ -8,6 +8,7 @@ use clap::{Parser, Subcommand};
 
 mod compare;
 mod daemon;
+mod demo;
 mod device;
 mod devtrace;
 mod extents;
@@ -47,6 +48,8 @@ enum Command {
     Target(target::TargetArgs),
     /// Show an NVMe device's FDP / Streams capabilities and its FDP statistics as WAF.
     Device(device::DeviceArgs),
+    /// The live system in one command: pcstreamd learning from db_bench under the shim, then every policy compared.
+    Demo(demo::DemoArgs),
 }
 
 fn main() -> std::process::ExitCode {
@@ -60,6 +63,7 @@ fn main() -> std::process::ExitCode {
         Command::Daemon(d) => daemon::run(d),
         Command::Target(a) => target::run(a),
         Command::Device(a) => device::run(a),
+        Command::Demo(a) => demo::run(a),
     };
     match result {
         Ok(code) => code,
