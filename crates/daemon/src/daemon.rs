@@ -114,7 +114,7 @@ pub async fn run(
         let mut inner = shared.inner.lock().unwrap_or_else(|e| e.into_inner());
         shared.after_change(&mut inner);
     }
-    let ingest_task = tokio::spawn(ingest::run(events, shared.clone()));
+    ingest::spawn(events, shared.clone())?;
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let svc = rpc::PcStreamServer::new(rpc::Service::new(shared.clone()));
     let mut stop_unix = stop_rx.clone();
@@ -178,7 +178,6 @@ pub async fn run(
     notify::notify("STOPPING=1");
     tracing::info!("stopping");
     let _ = stop_tx.send(true);
-    ingest_task.abort();
     let _ = grpc_unix.await;
     if let Some(t) = grpc_tcp {
         let _ = t.await;
