@@ -8,7 +8,8 @@
 //! the server's call paths under the server's own uid, and it must tell the
 //! WAL (rewritten page by page as commits fill it: short-lived) from the
 //! table and index files (`mdextend` / `mdwrite`: long-lived) — the WAL's
-//! lifetime shorter, its stream lower.
+//! lifetime shorter, its stream lower. And the many short-lived processes
+//! (initdb's, the server's) lose next to no events on the way.
 
 mod daemon_common;
 
@@ -198,6 +199,17 @@ fn postgres_under_the_shim_works_and_its_wal_is_learnt_apart_from_its_tables() {
     };
     let st = d.status();
     eprintln!("status: {st}");
+    // ~35 processes flushing small batches into a socket whose queue holds
+    // 10 datagrams: the shim's few yields on a full queue keep the loss
+    // far below 1% (without them: 260 and 310 of ~15,000 in two runs).
+    let (events, dropped) = (
+        st["events"].as_u64().unwrap(),
+        st["events_dropped_by_clients"].as_u64().unwrap(),
+    );
+    assert!(
+        dropped * 100 <= events,
+        "{dropped} of {events} events dropped"
+    );
     let ctx = d.contexts();
     let server: Vec<_> = ctx
         .iter()

@@ -236,6 +236,9 @@ pub fn open_socket(path: &Path) -> bool {
     SOCK_PATH.set(bytes)
 }
 
+/// Sends after a full daemon queue (EAGAIN) before the batch is dropped.
+const SEND_RETRIES: u32 = 4;
+
 /// Sends one datagram to the daemon through a socket made for it.
 fn send_datagram(path: &[u8; PATH_CAP], iov: &[iovec]) -> bool {
     // SAFETY: sockaddr_un is plain data; zero is a valid value.
@@ -269,14 +272,30 @@ fn send_datagram(path: &[u8; PATH_CAP], iov: &[iovec]) -> bool {
     msg.msg_iov = iov.as_ptr() as *mut iovec;
     msg.msg_iovlen = iov.len();
     // SAFETY: msg points to live buffers for the duration of the call.
-    let r = sys(unsafe {
-        libc::syscall(
-            libc::SYS_sendmsg,
-            fd,
-            &msg,
-            libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL,
-        )
-    });
+    let send = || {
+        sys(unsafe {
+            libc::syscall(
+                libc::SYS_sendmsg,
+                fd,
+                &msg,
+                libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL,
+            )
+        })
+    };
+    let mut r = send();
+    // The kernel queues at most net.unix.max_dgram_qlen (10) datagrams for
+    // the daemon, whose receiver thread drains them within microseconds
+    // when it gets a CPU: a full queue gets a few yields of this thread's
+    // CPU before the batch counts as dropped. Never a wait: a stopped or
+    // stuck daemon costs SEND_RETRIES yields per batch.
+    for _ in 0..SEND_RETRIES {
+        if r != Err(libc::EAGAIN) {
+            break;
+        }
+        // SAFETY: sched_yield has no arguments and no preconditions.
+        unsafe { libc::syscall(libc::SYS_sched_yield) };
+        r = send();
+    }
     sys_close(fd as c_int);
     r == Ok(total as c_long)
 }
