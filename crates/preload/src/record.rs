@@ -271,8 +271,8 @@ fn send_datagram(path: &[u8; PATH_CAP], iov: &[iovec]) -> bool {
     msg.msg_namelen = alen;
     msg.msg_iov = iov.as_ptr() as *mut iovec;
     msg.msg_iovlen = iov.len();
-    // SAFETY: msg points to live buffers for the duration of the call.
     let send = || {
+        // SAFETY: msg points to live buffers for the duration of the call.
         sys(unsafe {
             libc::syscall(
                 libc::SYS_sendmsg,
