@@ -145,8 +145,9 @@ fn lost_events(dir: &Path) -> (u64, Vec<PathBuf>) {
 /// Human one-paragraph summary of a merge.
 pub fn describe(s: &merge::MergeSummary, trace: &Path) -> String {
     let mut t = format!(
-        "pcstreamctl record: {} process(es), {} events, {} writes of {} bytes in {} signature(s), \
+        "pcstreamctl record: {} process(es) ({} program image(s)), {} events, {} writes of {} bytes in {} signature(s), \
          {} invalidation(s), {} app hint(s), {} event(s) dropped by the shim; merged in {:.1} s into {}",
+        s.pids,
         s.processes,
         s.events,
         s.writes,

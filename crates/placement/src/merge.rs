@@ -85,6 +85,8 @@ pub struct MergeSummary {
     /// Traced process images: readable per-process files (a fork child and
     /// each program it execs have one file each).
     pub processes: usize,
+    /// Distinct pids among them (what `trace-stats` counts as processes).
+    pub pids: usize,
     /// Events written to the merged trace.
     pub events: u64,
     /// Write events and their total length in bytes.
@@ -452,6 +454,12 @@ pub fn merge<W: io::Write>(
         }
     }
     summary.processes = parts.iter().filter(|p| p.readable).count();
+    summary.pids = parts
+        .iter()
+        .filter(|p| p.readable)
+        .map(|p| p.pid)
+        .collect::<std::collections::HashSet<_>>()
+        .len();
     index.sort_by_key(|b| (b.min_t, b.part, b.ord));
 
     let mut out = Out {
@@ -616,6 +624,7 @@ mod tests {
         assert_eq!(s.bytes_written, 63);
         assert_eq!(s.signatures, 2);
         assert_eq!(s.processes, 2);
+        assert_eq!(s.pids, 2);
         assert_eq!(s.reordered_batches, 1);
         assert_eq!(s.missing_batches, 0);
     }
