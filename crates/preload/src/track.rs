@@ -243,6 +243,16 @@ pub unsafe fn write(
             );
             return;
         }
+        if !events_on() && info.regular {
+            // A mapping alone: the hint is all a write can change. A known
+            // call path whose stream's hint the descriptor's copy shows
+            // settled on the inode (what `inode_hint` returns at once) is
+            // done.
+            let stream = live_stream(signature, stream);
+            if stream != 0 && settled_hint(fd, info, stream).is_some() {
+                return;
+            }
+        }
     }
     // SAFETY: forwarded caller contract.
     unsafe { write_general(t, fd, off, n, call, rec, b) }
@@ -391,10 +401,8 @@ fn inode_hint(fd: c_int, info: files::FdInfo, stream: u32) -> u64 {
     let mut refused = 0;
     let h = if stream != 0 {
         let want = stream_hint(stream);
-        match known {
-            Some(k) if k & 0xf == want => return want,
-            Some(k) if k >> REFUSED_SHIFT == want => return k & 0xf,
-            _ => {}
+        if let Some(h) = settled(known, want) {
+            return h;
         }
         let h = hint::apply(fd, id, RwHint::for_stream(stream));
         if h != want {
@@ -410,6 +418,31 @@ fn inode_hint(fd: c_int, info: files::FdInfo, stream: u32) -> u64 {
         files::set_known_hint(fd, epoch, h | refused << REFUSED_SHIFT);
     }
     h
+}
+
+/// The hint on the inode when the descriptor's copy `known` shows that
+/// `want` needs no `F_SET_RW_HINT`: it is there, or was refused through
+/// this descriptor.
+#[inline(always)]
+fn settled(known: Option<u64>, want: u64) -> Option<u64> {
+    match known {
+        Some(k) if k & 0xf == want => Some(want),
+        Some(k) if k >> REFUSED_SHIFT == want => Some(k & 0xf),
+        _ => None,
+    }
+}
+
+/// [`settled`] for a write of `stream` (≠ 0) to `fd`, from the
+/// descriptor's copy of its inode's hint in the current epoch.
+#[inline(always)]
+fn settled_hint(fd: c_int, info: files::FdInfo, stream: u32) -> Option<u64> {
+    if !info.table {
+        return None;
+    }
+    settled(
+        files::known_hint(fd, crate::hot::hint_epoch()),
+        stream_hint(stream),
+    )
 }
 
 /// A successful stdio call that accepted `n` bytes for `f`.
