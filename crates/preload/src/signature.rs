@@ -255,7 +255,7 @@ const CFI_PATH: u32 = 0x80;
 ///
 /// # Safety
 /// As [`capture`].
-#[inline(never)]
+#[inline(always)]
 unsafe fn cfi_path_hit(
     t: &Thread,
     table: &Table,

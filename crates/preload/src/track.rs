@@ -108,13 +108,24 @@ impl Before {
     /// Whether a successful write has anything left to do after the
     /// syscall: not for a descriptor known not to be a regular file, nor,
     /// when no events are produced (a mapping alone), for a call path known
-    /// to map to stream 0 (no hint to set).
+    /// to map to stream 0 (no hint to set) or to a stream of the static map
+    /// whose hint `fd`'s copy of its inode's hint shows settled (what
+    /// `inode_hint` would return at once).
     #[inline(always)]
-    pub fn after_needed(&self) -> bool {
+    pub fn after_needed(&self, fd: c_int) -> bool {
         if self.info.is_some_and(|i| !i.regular) {
             return false;
         }
-        events_on() || !matches!(self.hit, Some((_, 0)))
+        if events_on() {
+            return true;
+        }
+        match (self.info, self.hit) {
+            (_, Some((_, 0))) => false,
+            (Some(info), Some((_, stream))) if hint::have_map() => {
+                settled_hint(fd, info, stream).is_none()
+            }
+            _ => true,
+        }
     }
 }
 
