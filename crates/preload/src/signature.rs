@@ -240,6 +240,10 @@ pub unsafe fn capture_into(
         if ok {
             remember_path(t, table, &raw, out.signature.0, out.stream);
             t.path_n.set(k as u32 | CFI_PATH);
+        } else if t.path_n.get() & CFI_PATH != 0 {
+            // The rules and offsets just written belong to no remembered
+            // path: the thread's last CFI path must not be compared with them.
+            t.path_n.set(0);
         }
     }
 }
