@@ -14,7 +14,11 @@ cd "$(dirname "$0")/.."
 PAIRS=${1:-5}
 NUM=${2:-200000}
 TARGET=${CARGO_TARGET_DIR:-target}
-cargo build -q --release -p pcstreamd -p pcstream-preload -p pcstreamctl
+cargo build -q --release -p pcstreamd -p pcstreamctl
+# The shim alone (built with the daemon, the shared dependencies' features
+# are unified into a different build of it): the one the tests and
+# scripts/bench-shim.sh measure.
+cargo build -q --release -p pcstream-preload
 command -v db_bench >/dev/null || { echo "bench-daemon.sh: db_bench missing (apt-get install rocksdb-tools)" >&2; exit 1; }
 SHIM=$(realpath "$TARGET/release/libpcstream.so")
 WORK=$(mktemp -d "${DIR:-/tmp}/pcstream-dbbench.XXXXXX")

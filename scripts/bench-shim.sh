@@ -29,7 +29,8 @@
 #   "mapping-hit" configuration: a static map giving that call path the
 #   same stream (the daemon's cost over it = live lookup + events);
 #   BASELINE_SHIM=path/to/another/libpcstream.so adds its mapping and record
-#   configurations ("mapping@base", "record@base") to every round: an A/B of
+#   configurations ("mapping@base", "record@base"; with DAEMON=1 also
+#   "mapping-hit@base", "daemon@base") to every round: an A/B of
 #   two builds under the same machine load.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -122,6 +123,7 @@ import json, sys
 r = max(json.load(sys.stdin), key=lambda c: c["bytes_written"])
 print(r["signature"], r["stream"])' >"$WORK/maphit"
     CONFIGS+=" mapping-hit daemon"
+    [[ -n ${BASE:-} ]] && CONFIGS+=" mapping-hit@base daemon@base"
 fi
 
 if [[ $MODE == lines ]]; then
@@ -135,10 +137,10 @@ if [[ $MODE == lines ]]; then
         case $c in
         plain) envs=() ;;
         passthrough) envs=(LD_PRELOAD="$shim") ;;
-        mapping-hit) envs=(LD_PRELOAD="$shim" PCSTREAM_MAP="$WORK/maphit") ;;
+        mapping-hit*) envs=(LD_PRELOAD="$shim" PCSTREAM_MAP="$WORK/maphit") ;;
         mapping*) envs=(LD_PRELOAD="$shim" PCSTREAM_MAP="$WORK/map") ;;
         record*) rm -rf "$WORK/rec"; envs=(LD_PRELOAD="$shim" PCSTREAM_RECORD_DIR="$WORK/rec") ;;
-        daemon) envs=(LD_PRELOAD="$shim" PCSTREAM_RUNTIME_DIR="$WORK/run" PCSTREAM_SOCKET="$WORK/run/events.sock") ;;
+        daemon*) envs=(LD_PRELOAD="$shim" PCSTREAM_RUNTIME_DIR="$WORK/run" PCSTREAM_SOCKET="$WORK/run/events.sock") ;;
         esac
         env -u LD_PRELOAD PCSTREAM_SOCKET=/nonexistent "${envs[@]}" valgrind --tool=lackey --trace-mem=yes \
             --log-file="$WORK/lackey.log" "$WORK/bench" "$FILE" "$SIZE" "$COUNT" $PATTERN >/dev/null
@@ -169,6 +171,10 @@ for ((r = 0; r < ROUNDS; r++)); do
         add mapping@base "$(run mapping LD_PRELOAD="$BASE" PCSTREAM_MAP="$WORK/map")"
         rm -rf "$WORK/rec"
         add record@base "$(run record LD_PRELOAD="$BASE" PCSTREAM_RECORD_DIR="$WORK/rec")"
+        if [[ -n ${DAEMON:-} ]]; then
+            add mapping-hit@base "$(run mapping-hit LD_PRELOAD="$BASE" PCSTREAM_MAP="$WORK/maphit")"
+            add daemon@base "$(run daemon LD_PRELOAD="$BASE" PCSTREAM_RUNTIME_DIR="$WORK/run" PCSTREAM_SOCKET="$WORK/run/events.sock")"
+        fi
     fi
 done
 

@@ -120,6 +120,7 @@ pub fn install_map(m: Map) {
 }
 
 /// Whether a non-empty mapping is installed.
+#[inline]
 pub fn have_map() -> bool {
     MAP.get().is_some_and(|m| !m.is_empty())
 }

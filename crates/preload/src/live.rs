@@ -198,13 +198,14 @@ pub fn present() -> bool {
 }
 
 /// The live (stream, hint) of a signature; `None` when unmapped or no table.
-#[inline]
+#[inline(always)]
 pub fn lookup(sig: u64) -> Option<(u32, u8)> {
     view()?.lookup(sig)
 }
 
-/// The live stream of a signature (0 when unknown or no table).
-#[inline]
+/// The live stream of a signature (0 when unknown or no table); inline
+/// in the write path (a call there costs it the registers it saves).
+#[inline(always)]
 pub fn stream(sig: u64) -> u32 {
     lookup(sig).map_or(0, |(s, _)| s)
 }

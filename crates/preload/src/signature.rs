@@ -217,14 +217,33 @@ pub unsafe fn capture_into(
         // unwinds with); a path with any frame whose rule cannot be packed
         // is not remembered.
         let mut ok = true;
+        // Where each return address lies, from the record (`fixed`: while
+        // every rule takes the CFA from `rsp`).
+        let mut fixed = true;
+        let mut rsp = 16u32;
         for (i, &ra) in addrs[..k - 1].iter().enumerate() {
-            let r = crate::cfi::rule(table, ra).map_or(0, crate::cfi::Rule::pack);
+            let rule = crate::cfi::rule(table, ra);
+            let r = rule.map_or(0, crate::cfi::Rule::pack);
             ok &= r != 0;
             t.path_rules[i].set(r);
+            match rule.and_then(|r| fixed_step(r, rsp)) {
+                Some(cfa) if fixed => {
+                    t.path_slots[i].set(cfa - 8);
+                    rsp = cfa;
+                }
+                _ => fixed = false,
+            }
+        }
+        if !fixed {
+            t.path_slots[0].set(0);
         }
         if ok {
             remember_path(t, table, &raw, out.signature.0, out.stream);
             t.path_n.set(k as u32 | CFI_PATH);
+        } else if t.path_n.get() & CFI_PATH != 0 {
+            // The rules and offsets just written belong to no remembered
+            // path: the thread's last CFI path must not be compared with them.
+            t.path_n.set(0);
         }
     }
 }
@@ -240,7 +259,7 @@ const CFI_PATH: u32 = 0x80;
 ///
 /// # Safety
 /// As [`capture`].
-#[inline(never)]
+#[inline(always)]
 unsafe fn cfi_path_hit(
     t: &Thread,
     table: &Table,
@@ -263,6 +282,24 @@ unsafe fn cfi_path_hit(
     let (mut rbp, pc) = unsafe { (word(rec), word(rec + 8)) };
     if pc != t.path[0].get() {
         return None;
+    }
+    if t.path_slots[0].get() != 0 && k > 1 {
+        // Every rule on the path takes the CFA from `rsp`: each return
+        // address lies at a fixed offset from the record (`fixed_step`
+        // checked what the walk below checks of each rule), so the words
+        // there are compared directly. The last one is the highest.
+        let last = t.path_slots[k - 2].get() as usize;
+        if rec + last + 8 > hi {
+            return None;
+        }
+        for i in 1..k {
+            let at = rec + t.path_slots[i - 1].get() as usize;
+            // SAFETY: rec + 16 <= at <= rec + last, and rec + last + 8 <= hi.
+            if unsafe { word(at) } != t.path[i].get() {
+                return None;
+            }
+        }
+        return Some((Signature(t.path_sig.get()), t.path_stream.get()));
     }
     let mut rsp = rec + 16;
     for i in 1..k {
@@ -289,6 +326,24 @@ unsafe fn cfi_path_hit(
         rsp = cfa;
     }
     Some((Signature(t.path_sig.get()), t.path_stream.get()))
+}
+
+/// One step of [`cfi_path_hit`]'s walk from `rsp` (an offset from the
+/// record) under a rule that takes the CFA from `rsp`: the CFA's offset,
+/// when every check the walk makes of the rule alone holds (the CFA above
+/// the return address's slot, the saved `rbp`'s slot between `rsp` and the
+/// CFA); `None` for a rule that takes the CFA from `rbp` (its CFA depends
+/// on a register, not on the path).
+fn fixed_step(r: crate::cfi::Rule, rsp: u32) -> Option<u32> {
+    if r.cfa_rbp || r.cfa_off < 8 {
+        return None;
+    }
+    if let Some(o) = r.rbp_at {
+        if o > -8 || o.unsigned_abs() > r.cfa_off {
+            return None;
+        }
+    }
+    rsp.checked_add(r.cfa_off)
 }
 
 /// The signature and stream of the call path behind `record` when it is
@@ -330,12 +385,30 @@ unsafe fn cached_shared(
     record: *const usize,
     k: usize,
 ) -> Option<(Signature, u32)> {
-    // A path found by the CFI walk (code without frame pointers; only auto
-    // mode records such paths, see `capture_into`).
-    // SAFETY: forwarded caller contract.
-    if let Some(hit) = unsafe { cfi_path_hit(t, table, record, k) } {
-        return Some(hit);
+    if t.path_n.get() & CFI_PATH != 0 {
+        // A path found by the CFI walk (code without frame pointers; only
+        // auto mode records such paths, see `capture_into`).
+        // SAFETY: forwarded caller contract.
+        if let Some(hit) = unsafe { cfi_path_hit(t, table, record, k) } {
+            return Some(hit);
+        }
     }
+    // SAFETY: forwarded caller contract.
+    unsafe { cached_chain(t, table, record, k) }
+}
+
+/// [`cached_shared`] for a path that is not the thread's last: its
+/// frame-pointer chain looked up in the shared cache.
+///
+/// # Safety
+/// As [`capture`].
+#[inline(never)]
+unsafe fn cached_chain(
+    t: &Thread,
+    table: &Table,
+    record: *const usize,
+    k: usize,
+) -> Option<(Signature, u32)> {
     let mut raw = Raw {
         addrs: [0; CACHED_FRAMES],
         n: 0,

@@ -129,3 +129,22 @@ fn bounds_of_this_thread_contain_sp() {
         "bounds stay near the mapping"
     );
 }
+
+#[test]
+fn fixed_steps_are_the_rules_the_walk_would_accept() {
+    use crate::cfi::Rule;
+    let rule = |cfa_rbp, cfa_off, rbp_at| Rule {
+        cfa_rbp,
+        cfa_off,
+        rbp_at,
+    };
+    // A leaf without a frame (CFA = rsp + 8) and a function that saved rbp.
+    assert_eq!(fixed_step(rule(false, 8, None), 16), Some(24));
+    assert_eq!(fixed_step(rule(false, 48, Some(-16)), 24), Some(72));
+    // CFA from rbp: depends on a register, not on the path.
+    assert_eq!(fixed_step(rule(true, 16, Some(-16)), 16), None);
+    // What the walk refuses: a CFA not above the return address's slot,
+    // a saved rbp outside [rsp, CFA).
+    assert_eq!(fixed_step(rule(false, 0, None), 16), None);
+    assert_eq!(fixed_step(rule(false, 16, Some(-24)), 16), None);
+}

@@ -17,7 +17,8 @@
 //! errno location, stack bounds, batch slot) and the head of the thread's
 //! last clean call path; the second its raw return addresses (see
 //! [`Thread::path`]); the third, read only for code without frame
-//! pointers, the unwind rules at those addresses.
+//! pointers, the unwind rules at those addresses and where a repeat of the
+//! path finds them on the stack.
 
 use std::cell::Cell;
 
@@ -58,6 +59,13 @@ pub struct Thread {
     /// (`cfi::Rule::pack`) at each of `path`'s return addresses, so a
     /// repeat of the path unwinds with a few loads per frame and no lookup.
     pub path_rules: [Cell<u32>; PATH_FRAMES],
+    /// For a path found by the CFI walk whose rules all take the CFA from
+    /// `rsp` (what code without frame pointers has): where return address
+    /// `i + 1` lies, as an offset from the entry trampoline's frame record
+    /// (fixed by the rules at the path's addresses, so a repeat compares
+    /// one word per frame); `path_slots[0] == 0`: not known, unwind with
+    /// `path_rules`.
+    pub path_slots: [Cell<u32>; PATH_FRAMES],
 }
 
 const _: () = assert!(std::mem::size_of::<Thread>() == 192);

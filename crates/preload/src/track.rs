@@ -108,13 +108,24 @@ impl Before {
     /// Whether a successful write has anything left to do after the
     /// syscall: not for a descriptor known not to be a regular file, nor,
     /// when no events are produced (a mapping alone), for a call path known
-    /// to map to stream 0 (no hint to set).
+    /// to map to stream 0 (no hint to set) or to a stream of the static map
+    /// whose hint `fd`'s copy of its inode's hint shows settled (what
+    /// `inode_hint` would return at once).
     #[inline(always)]
-    pub fn after_needed(&self) -> bool {
+    pub fn after_needed(&self, fd: c_int) -> bool {
         if self.info.is_some_and(|i| !i.regular) {
             return false;
         }
-        events_on() || !matches!(self.hit, Some((_, 0)))
+        if events_on() {
+            return true;
+        }
+        match (self.info, self.hit) {
+            (_, Some((_, 0))) => false,
+            (Some(info), Some((_, stream))) if hint::have_map() => {
+                settled_hint(fd, info, stream).is_none()
+            }
+            _ => true,
+        }
     }
 }
 
@@ -242,6 +253,16 @@ pub unsafe fn write(
                 ),
             );
             return;
+        }
+        if !events_on() && info.regular {
+            // A mapping alone: the hint is all a write can change. A known
+            // call path whose stream's hint the descriptor's copy shows
+            // settled on the inode (what `inode_hint` returns at once) is
+            // done.
+            let stream = live_stream(signature, stream);
+            if stream != 0 && settled_hint(fd, info, stream).is_some() {
+                return;
+            }
         }
     }
     // SAFETY: forwarded caller contract.
@@ -391,10 +412,8 @@ fn inode_hint(fd: c_int, info: files::FdInfo, stream: u32) -> u64 {
     let mut refused = 0;
     let h = if stream != 0 {
         let want = stream_hint(stream);
-        match known {
-            Some(k) if k & 0xf == want => return want,
-            Some(k) if k >> REFUSED_SHIFT == want => return k & 0xf,
-            _ => {}
+        if let Some(h) = settled(known, want) {
+            return h;
         }
         let h = hint::apply(fd, id, RwHint::for_stream(stream));
         if h != want {
@@ -410,6 +429,31 @@ fn inode_hint(fd: c_int, info: files::FdInfo, stream: u32) -> u64 {
         files::set_known_hint(fd, epoch, h | refused << REFUSED_SHIFT);
     }
     h
+}
+
+/// The hint on the inode when the descriptor's copy `known` shows that
+/// `want` needs no `F_SET_RW_HINT`: it is there, or was refused through
+/// this descriptor.
+#[inline(always)]
+fn settled(known: Option<u64>, want: u64) -> Option<u64> {
+    match known {
+        Some(k) if k & 0xf == want => Some(want),
+        Some(k) if k >> REFUSED_SHIFT == want => Some(k & 0xf),
+        _ => None,
+    }
+}
+
+/// [`settled`] for a write of `stream` (≠ 0) to `fd`, from the
+/// descriptor's copy of its inode's hint in the current epoch.
+#[inline(always)]
+fn settled_hint(fd: c_int, info: files::FdInfo, stream: u32) -> Option<u64> {
+    if !info.table {
+        return None;
+    }
+    settled(
+        files::known_hint(fd, crate::hot::hint_epoch()),
+        stream_hint(stream),
+    )
 }
 
 /// A successful stdio call that accepted `n` bytes for `f`.

@@ -51,7 +51,7 @@ unsafe fn traced<F: Copy>(
         unsafe { track::before_write(g.thread(), fd, rec, &mut before) }
     });
     let r = g.call(|| call(real));
-    if r > 0 && before.after_needed() {
+    if r > 0 && before.after_needed(fd) {
         let (off, kind) = at(&g, r);
         g.observe(|| {
             // SAFETY: as above; the write succeeded.
