@@ -23,7 +23,6 @@ use nix::sys::socket::{
 };
 use pcstream_placement::online;
 use pcstream_placement::wire;
-use std::collections::VecDeque;
 use std::io::IoSliceMut;
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::PermissionsExt;
@@ -35,7 +34,7 @@ use std::sync::{Arc, Condvar, Mutex};
 /// Bytes of received, not yet ingested datagrams the daemon holds at most;
 /// beyond, the receiver waits and the kernel's queue (then the clients)
 /// absorb the excess, as without the queue.
-pub const QUEUE_BYTES: usize = 8 << 20;
+pub const QUEUE_BYTES: usize = 256 << 10;
 
 /// Why a datagram was rejected.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -107,39 +106,76 @@ fn recv_one(
 }
 
 /// A received datagram: (uid, pid, payload) or why it was refused.
-type Received = Result<(u32, u32, Vec<u8>), DatagramError>;
+type Received<'a> = Result<(u32, u32, &'a [u8]), DatagramError>;
 
-/// What the receiver hands the ingester, bounded by [`QUEUE_BYTES`].
+/// Bytes before each queued datagram: kind (0 received, 1 truncated, 2 no
+/// credentials), uid (the receive buffer's size for a truncated one), pid,
+/// payload length; all little-endian.
+const RECORD_HEAD: usize = 13;
+
+/// What the receiver hands the ingester: datagrams framed one after the
+/// other in one buffer of at most [`QUEUE_BYTES`] (one larger datagram is
+/// let in alone). The ingester swaps the whole buffer for its own emptied
+/// one, so the two buffers are allocated once and reused: no allocation
+/// per datagram, and the daemon's memory stays what its tables need.
 #[derive(Debug, Default)]
 struct Queue {
-    items: Mutex<(VecDeque<Received>, usize)>,
+    pending: Mutex<Vec<u8>>,
     filled: Condvar,
     drained: Condvar,
 }
 
 impl Queue {
-    fn push(&self, item: Received) {
-        let size = item.as_ref().map_or(0, |(_, _, b)| b.len()) + 64;
-        let mut q = self.items.lock().unwrap_or_else(|e| e.into_inner());
-        while q.1 + size > QUEUE_BYTES && !q.0.is_empty() {
+    fn push(&self, item: Received<'_>) {
+        let (kind, uid, pid, payload): (u8, u32, u32, &[u8]) = match item {
+            Ok((uid, pid, b)) => (0, uid, pid, b),
+            Err(DatagramError::Truncated(cap)) => {
+                (1, u32::try_from(cap).unwrap_or(u32::MAX), 0, &[])
+            }
+            Err(_) => (2, 0, 0, &[]),
+        };
+        let size = RECORD_HEAD + payload.len();
+        let mut q = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+        while q.len() + size > QUEUE_BYTES && !q.is_empty() {
             q = self.drained.wait(q).unwrap_or_else(|e| e.into_inner());
         }
-        q.0.push_back(item);
-        q.1 += size;
+        q.push(kind);
+        q.extend_from_slice(&uid.to_le_bytes());
+        q.extend_from_slice(&pid.to_le_bytes());
+        q.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+        q.extend_from_slice(payload);
         self.filled.notify_one();
     }
 
-    /// Everything queued, waiting for at least one item.
-    fn take_all(&self) -> VecDeque<Received> {
-        let mut q = self.items.lock().unwrap_or_else(|e| e.into_inner());
-        while q.0.is_empty() {
+    /// Swaps everything queued into `out` (emptied first), waiting for at
+    /// least one datagram.
+    fn take_into(&self, out: &mut Vec<u8>) {
+        out.clear();
+        let mut q = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+        while q.is_empty() {
             q = self.filled.wait(q).unwrap_or_else(|e| e.into_inner());
         }
-        q.1 = 0;
-        let items = std::mem::take(&mut q.0);
+        std::mem::swap(&mut *q, out);
         self.drained.notify_all();
-        items
     }
+}
+
+/// The datagrams framed in a buffer [`Queue::take_into`] filled.
+fn framed(mut buf: &[u8]) -> impl Iterator<Item = Received<'_>> {
+    std::iter::from_fn(move || {
+        if buf.len() < RECORD_HEAD {
+            return None;
+        }
+        let word = |i: usize| u32::from_le_bytes(buf[i..i + 4].try_into().expect("4 bytes"));
+        let (kind, uid, pid, len) = (buf[0], word(1), word(5), word(9) as usize);
+        let payload = &buf[RECORD_HEAD..RECORD_HEAD + len];
+        buf = &buf[RECORD_HEAD + len..];
+        Some(match kind {
+            0 => Ok((uid, pid, payload)),
+            1 => Err(DatagramError::Truncated(uid as usize)),
+            _ => Err(DatagramError::NoCredentials),
+        })
+    })
 }
 
 /// Starts the receiver and the ingester threads; they run until the
@@ -158,9 +194,13 @@ pub fn spawn(sock: UnixDatagram, shared: Arc<Shared>) -> anyhow::Result<()> {
         .map_err(|e| anyhow::anyhow!("cannot start the event receiver thread: {e}"))?;
     std::thread::Builder::new()
         .name("pcstreamd-ingest".into())
-        .spawn(move || loop {
-            for item in queue.take_all() {
-                ingest_one(item, &shared);
+        .spawn(move || {
+            let mut batch = Vec::new();
+            loop {
+                queue.take_into(&mut batch);
+                for item in framed(&batch) {
+                    ingest_one(item, &shared);
+                }
             }
         })
         .map_err(|e| anyhow::anyhow!("cannot start the event ingest thread: {e}"))?;
@@ -172,7 +212,7 @@ fn receive(sock: &UnixDatagram, queue: &Queue, max: usize) {
     let mut buf = vec![0u8; max];
     loop {
         match recv_one(sock, &mut buf) {
-            Ok(res) => queue.push(res.map(|(uid, pid, n)| (uid, pid, buf[..n].to_vec()))),
+            Ok(res) => queue.push(res.map(|(uid, pid, n)| (uid, pid, &buf[..n]))),
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
             Err(e) => {
                 tracing::error!(error = %e, "event socket receive failed");
@@ -183,8 +223,8 @@ fn receive(sock: &UnixDatagram, queue: &Queue, max: usize) {
 }
 
 /// Decodes one datagram and feeds it to the sender's learner.
-fn ingest_one(item: Received, shared: &Shared) {
-    let batch = item.and_then(|(uid, pid, buf)| decode_datagram(&buf).map(|b| (uid, pid, b)));
+fn ingest_one(item: Received<'_>, shared: &Shared) {
+    let batch = item.and_then(|(uid, pid, buf)| decode_datagram(buf).map(|b| (uid, pid, b)));
     match batch {
         Ok((uid, pid, mut b)) => {
             let mut guard = shared.inner.lock().unwrap_or_else(|e| e.into_inner());
@@ -218,31 +258,40 @@ mod tests {
     #[test]
     fn the_queue_hands_over_everything_in_order_and_bounds_its_bytes() {
         let q = Arc::new(Queue::default());
-        let big = QUEUE_BYTES / 2;
+        let big = QUEUE_BYTES / 3;
         let producer = {
             let q = q.clone();
             std::thread::spawn(move || {
                 for i in 0..6u32 {
-                    q.push(Ok((i, 0, vec![0u8; big])));
+                    q.push(Ok((i, 100 + i, &vec![i as u8; big])));
                 }
+                q.push(Err(DatagramError::Truncated(4096)));
                 q.push(Err(DatagramError::NoCredentials));
+                // One datagram larger than the queue gets in alone.
+                q.push(Ok((9, 9, &vec![9u8; 2 * QUEUE_BYTES])));
             })
         };
         let mut seen = Vec::new();
-        while seen.len() < 7 {
-            let items = q.take_all();
-            let bytes: usize = items
-                .iter()
-                .map(|i| i.as_ref().map_or(0, |(_, _, b)| b.len()))
-                .sum();
-            assert!(bytes <= QUEUE_BYTES, "{bytes} bytes queued at once");
-            seen.extend(items.into_iter().map(|i| i.map(|(uid, _, _)| uid)));
+        let mut batch = Vec::new();
+        while seen.len() < 9 {
+            q.take_into(&mut batch);
+            assert!(
+                batch.len() <= QUEUE_BYTES || framed(&batch).count() == 1,
+                "{} bytes queued at once",
+                batch.len()
+            );
+            for item in framed(&batch) {
+                seen.push(item.map(|(uid, pid, b)| {
+                    assert!(b.iter().all(|&x| x as u32 == uid), "payload of {uid}");
+                    (uid, pid, b.len())
+                }));
+            }
         }
         producer.join().unwrap();
-        let expect: Vec<_> = (0..6)
-            .map(Ok)
-            .chain([Err(DatagramError::NoCredentials)])
-            .collect();
+        let mut expect: Vec<_> = (0..6).map(|i| Ok((i, 100 + i, big))).collect();
+        expect.push(Err(DatagramError::Truncated(4096)));
+        expect.push(Err(DatagramError::NoCredentials));
+        expect.push(Ok((9, 9, 2 * QUEUE_BYTES)));
         assert_eq!(seen, expect);
     }
 
