@@ -84,7 +84,8 @@ impl RefineConfig {
 }
 
 impl PcStreamConfig {
-    /// The paper's algorithm: no refinement, no hysteresis.
+    /// The paper's algorithm: no refinement, no hysteresis, no merging, ids
+    /// by rank.
     pub fn paper() -> Self {
         let mut c = PcStreamConfig {
             refine: RefineConfig::none(),
@@ -92,6 +93,7 @@ impl PcStreamConfig {
         };
         c.mapper.hysteresis_log2 = 0.0;
         c.mapper.min_gap_log2 = 0.0;
+        c.mapper.stable_ids = false;
         c
     }
 }
@@ -139,12 +141,13 @@ impl PcStream {
     }
 
     /// The paper's algorithm under the name `pcstream-paper`: `cfg` with
-    /// refinement and hysteresis off.
+    /// refinement, hysteresis, merging and stable stream ids off.
     pub fn paper(streams: u32, cfg: PcStreamConfig) -> Self {
         let mut cfg = cfg;
         cfg.refine = RefineConfig::none();
         cfg.mapper.hysteresis_log2 = 0.0;
         cfg.mapper.min_gap_log2 = 0.0;
+        cfg.mapper.stable_ids = false;
         let mut p = PcStream::new(streams, cfg);
         p.name = "pcstream-paper";
         p
@@ -321,13 +324,14 @@ impl crate::placement::GcPlacement for AgeGc {
             return stream.unwrap_or(0);
         }
         let x = (now.saturating_sub(written).max(1) as f64 * 2.0).log2();
-        let mut best = 0;
+        // Unused streams have a NaN centroid: never nearest.
+        let mut best: Option<usize> = None;
         for (j, v) in c.iter().enumerate() {
-            if (x - v).abs() < (x - c[best]).abs() {
-                best = j;
+            if v.is_finite() && best.is_none_or(|b| (x - v).abs() < (x - c[b]).abs()) {
+                best = Some(j);
             }
         }
-        best as StreamId + 1
+        best.map_or(stream.unwrap_or(0), |b| b as StreamId + 1)
     }
 }
 
