@@ -31,9 +31,9 @@
 //! numbered so that as much weight as possible stays in the stream it had
 //! ([`crate::stream_ids`], `stable_ids`); numbering by rank (the paper)
 //! renumbers every cluster above one that appears or goes. Unused ids are
-//! skipped (their centroid is NaN). Then, with `hysteresis_log2`, a
-//! signature keeps its old stream while that stream's new centroid is
-//! nearly as close as the nearest one.
+//! skipped (their centroid is NaN). Then, with `hysteresis_log2` (off by
+//! default), a signature keeps its old stream while that stream's new
+//! centroid is nearly as close as the nearest one.
 //!
 //! k-means itself: linfa-clustering's `KMeans` (k-means++ init seeded with
 //! `seed`, `n_runs` restarts, best inertia kept). linfa 0.8 ignores dataset
@@ -88,7 +88,9 @@ pub struct MapperConfig {
     /// stream it had when its feature is at most this much farther from
     /// that stream's new centroid than from the nearest one, so a
     /// signature whose data spans lifetimes does not hop between streams
-    /// at every re-clustering. 0 = none (the paper). Default 1.0.
+    /// at every re-clustering. 0 = none (the paper). Default 0: with
+    /// `stable_ids` it only made keys lag behind their lifetime
+    /// (docs/placement.md).
     pub hysteresis_log2: f64,
     /// Adjacent clusters whose centroids are closer than this (log2 units)
     /// share a stream: data whose lifetimes differ by less gains nothing
@@ -115,7 +117,7 @@ impl Default for MapperConfig {
             replicas: 1024,
             n_runs: 4,
             erase_unit_pages: 0,
-            hysteresis_log2: 1.0,
+            hysteresis_log2: 0.0,
             min_gap_log2: 1.0,
             stable_ids: true,
         }
@@ -887,7 +889,8 @@ mod tests {
 
     /// A signature whose feature sits between two clusters keeps its
     /// stream across re-clusterings while it moves less than the
-    /// hysteresis; without hysteresis it follows the nearest centroid.
+    /// hysteresis; without hysteresis (the default) it follows the nearest
+    /// centroid.
     #[test]
     fn hysteresis_keeps_a_borderline_signature_in_its_stream() {
         let feats = |x: f64| {
@@ -912,20 +915,23 @@ mod tests {
                 },
             ]
         };
-        for (h, want) in [(1.0, [1, 1, 1]), (0.0, [1, 2, 1])] {
-            let mut m = Mapper::new(
-                3,
-                MapperConfig {
-                    hysteresis_log2: h,
-                    ..Default::default()
-                },
-            );
+        for (h, want) in [
+            (Some(1.0), [1, 1, 1]),
+            (Some(0.0), [1, 2, 1]),
+            (None, [1, 2, 1]),
+        ] {
+            // None: the default, which follows the nearest centroid.
+            let mut cfg = MapperConfig::default();
+            if let Some(h) = h {
+                cfg.hysteresis_log2 = h;
+            }
+            let mut m = Mapper::new(3, cfg);
             let mut got = Vec::new();
             for x in [11.5, 12.2, 11.0] {
                 m.recluster(&feats(x));
                 got.push(m.stream(3));
             }
-            assert_eq!(got, want, "hysteresis {h}");
+            assert_eq!(got, want, "hysteresis {h:?}");
         }
     }
 
