@@ -41,6 +41,8 @@ pub mod policies;
 mod scenarios;
 pub mod sepbit;
 pub mod signature;
+#[cfg(feature = "learn")]
+pub mod stream_ids;
 pub mod table;
 pub mod trace;
 

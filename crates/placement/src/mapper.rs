@@ -27,6 +27,14 @@
 //! re-clusters. Everything is deterministic: signatures are visited in sorted
 //! order and k-means is seeded.
 //!
+//! Stream ids: the clusters of a re-clustering keep centroid order, but are
+//! numbered so that as much weight as possible stays in the stream it had
+//! ([`crate::stream_ids`], `stable_ids`); numbering by rank (the paper)
+//! renumbers every cluster above one that appears or goes. Unused ids are
+//! skipped (their centroid is NaN). Then, with `hysteresis_log2` (off by
+//! default), a signature keeps its old stream while that stream's new
+//! centroid is nearly as close as the nearest one.
+//!
 //! k-means itself: linfa-clustering's `KMeans` (k-means++ init seeded with
 //! `seed`, `n_runs` restarts, best inertia kept). linfa 0.8 ignores dataset
 //! sample weights (its centroid update is an unweighted mean), so weights are
@@ -38,6 +46,7 @@
 
 use crate::lifetime::LifetimeManager;
 use crate::placement::StreamId;
+use crate::stream_ids::{merge_close, order_preserving_ids};
 use linfa::prelude::*;
 use linfa_clustering::{KMeans, KMeansInit};
 use ndarray::Array2;
@@ -79,13 +88,20 @@ pub struct MapperConfig {
     /// stream it had when its feature is at most this much farther from
     /// that stream's new centroid than from the nearest one, so a
     /// signature whose data spans lifetimes does not hop between streams
-    /// at every re-clustering. 0 = none (the paper). Default 1.0.
+    /// at every re-clustering. 0 = none (the paper). Default 0: with
+    /// `stable_ids` it only made keys lag behind their lifetime
+    /// (docs/placement.md).
     pub hysteresis_log2: f64,
     /// Adjacent clusters whose centroids are closer than this (log2 units)
     /// share a stream: data whose lifetimes differ by less gains nothing
     /// from being apart, and each stream's blocks fill more slowly. 0 =
     /// every cluster its own stream (the paper). Default 1.
     pub min_gap_log2: f64,
+    /// Number a re-clustering's clusters so that as much weight as
+    /// possible keeps its stream, in centroid order
+    /// ([`crate::stream_ids`]); false numbers them by rank (the paper).
+    /// Default true.
+    pub stable_ids: bool,
 }
 
 impl Default for MapperConfig {
@@ -101,8 +117,9 @@ impl Default for MapperConfig {
             replicas: 1024,
             n_runs: 4,
             erase_unit_pages: 0,
-            hysteresis_log2: 1.0,
+            hysteresis_log2: 0.0,
             min_gap_log2: 1.0,
+            stable_ids: true,
         }
     }
 }
@@ -363,45 +380,6 @@ fn finish(pts: &[(f64, f64)], seeds: &[f64]) -> Clustering {
     }
 }
 
-/// Merges adjacent clusters whose centroids are closer than `gap` (log2
-/// units), left to right; centroids of merged clusters are recomputed from
-/// `pts` (the clustered `(value, weight)` points).
-fn merge_close(c: Clustering, pts: &[(f64, f64)], gap: f64) -> Clustering {
-    if gap <= 0.0 || c.centroids.len() < 2 {
-        return c;
-    }
-    let mut group = vec![0usize; c.centroids.len()];
-    let mut anchor = c.centroids[0];
-    for j in 1..c.centroids.len() {
-        if c.centroids[j] - anchor < gap {
-            group[j] = group[j - 1];
-        } else {
-            group[j] = group[j - 1] + 1;
-            anchor = c.centroids[j];
-        }
-    }
-    let n = group[group.len() - 1] + 1;
-    let (mut sum, mut wsum, mut cnt) = (vec![0.0; n], vec![0.0; n], vec![0usize; n]);
-    let labels: Vec<usize> = c.labels.iter().map(|&l| group[l]).collect();
-    for (&(x, w), &l) in pts.iter().zip(&labels) {
-        let w = if w.is_finite() && w > 0.0 { w } else { 0.0 };
-        sum[l] += x * w;
-        wsum[l] += w;
-        cnt[l] += 1;
-    }
-    let centroids = (0..n)
-        .map(|g| {
-            if wsum[g] > 0.0 {
-                sum[g] / wsum[g]
-            } else {
-                // Weight-less group: its first member cluster's centroid.
-                c.centroids[group.iter().position(|&x| x == g).unwrap_or(0)]
-            }
-        })
-        .collect();
-    Clustering { centroids, labels }
-}
-
 /// One signature as the mapper saw it at a clustering.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Feature {
@@ -458,7 +436,9 @@ impl Mapper {
         self.generation
     }
 
-    /// Centroids (log2 pages) of streams `1..`, ascending.
+    /// Centroids (log2 pages) of streams `1..` (entry `s - 1` is stream
+    /// `s`'s), ascending; NaN for a stream no cluster uses (stream ids keep
+    /// their clusters across re-clusterings, so some may be skipped).
     pub fn centroids(&self) -> &[f64] {
         &self.centroids
     }
@@ -552,6 +532,26 @@ impl Mapper {
         );
         let c = merge_close(c, &pts, self.cfg.min_gap_log2);
         let old = std::mem::take(&mut self.assign);
+        // Stream ids in centroid order, keeping as much weight as possible
+        // in the stream it had (crate::stream_ids).
+        let mut kept = vec![vec![0.0; self.clusters]; c.centroids.len()];
+        for (f, &l) in feats.iter().zip(&c.labels) {
+            if let Some(&s) = old.get(&f.sig) {
+                if s >= 1 && (s as usize) <= self.clusters {
+                    kept[l][s as usize - 1] += f.weight.max(0.0);
+                }
+            }
+        }
+        let ids = if self.cfg.stable_ids {
+            order_preserving_ids(&kept, self.clusters)
+        } else {
+            (1..=c.centroids.len() as u32).collect()
+        };
+        let top = ids.last().map_or(0, |&s| s as usize);
+        let mut by_stream = vec![f64::NAN; top];
+        for (&s, &x) in ids.iter().zip(&c.centroids) {
+            by_stream[s as usize - 1] = x;
+        }
         self.clustered.clear();
         let h = self.cfg.hysteresis_log2;
         for (f, &l) in feats.iter().zip(&c.labels) {
@@ -559,22 +559,22 @@ impl Mapper {
             if c.centroids.is_empty() {
                 continue;
             }
-            let mut stream = l as StreamId + 1;
+            let mut stream = ids[l];
             // Hysteresis: stay in the old stream while its centroid is
             // nearly as close as the nearest one.
             if let Some(&prev) = old.get(&f.sig) {
-                if h > 0.0 && prev >= 1 && (prev as usize) <= c.centroids.len() {
+                let prev_c = by_stream.get((prev as usize).wrapping_sub(1)).copied();
+                if let Some(pc) = prev_c.filter(|v| h > 0.0 && prev >= 1 && v.is_finite()) {
                     let x = f.log2_lifetime;
                     let d_new = (x - c.centroids[l]).abs();
-                    let d_old = (x - c.centroids[prev as usize - 1]).abs();
-                    if d_old <= d_new + h {
+                    if (x - pc).abs() <= d_new + h {
                         stream = prev;
                     }
                 }
             }
             self.assign.insert(f.sig, stream);
         }
-        self.centroids = c.centroids;
+        self.centroids = by_stream;
         self.generation += 1;
     }
 }
@@ -889,7 +889,8 @@ mod tests {
 
     /// A signature whose feature sits between two clusters keeps its
     /// stream across re-clusterings while it moves less than the
-    /// hysteresis; without hysteresis it follows the nearest centroid.
+    /// hysteresis; without hysteresis (the default) it follows the nearest
+    /// centroid.
     #[test]
     fn hysteresis_keeps_a_borderline_signature_in_its_stream() {
         let feats = |x: f64| {
@@ -914,35 +915,57 @@ mod tests {
                 },
             ]
         };
-        for (h, want) in [(1.0, [1, 1, 1]), (0.0, [1, 2, 1])] {
-            let mut m = Mapper::new(
-                3,
-                MapperConfig {
-                    hysteresis_log2: h,
-                    ..Default::default()
-                },
-            );
+        for (h, want) in [
+            (Some(1.0), [1, 1, 1]),
+            (Some(0.0), [1, 2, 1]),
+            (None, [1, 2, 1]),
+        ] {
+            // None: the default, which follows the nearest centroid.
+            let mut cfg = MapperConfig::default();
+            if let Some(h) = h {
+                cfg.hysteresis_log2 = h;
+            }
+            let mut m = Mapper::new(3, cfg);
             let mut got = Vec::new();
             for x in [11.5, 12.2, 11.0] {
                 m.recluster(&feats(x));
                 got.push(m.stream(3));
             }
-            assert_eq!(got, want, "hysteresis {h}");
+            assert_eq!(got, want, "hysteresis {h:?}");
         }
     }
 
-    /// Clusters closer than the gap share a stream; far ones stay apart.
+    /// A light short-lived signature stops and starts writing: by rank,
+    /// the heavy clusters above it are renumbered each time (their next
+    /// pages share erase blocks with another cluster's); with stable ids
+    /// they keep their streams, and order still follows lifetime.
     #[test]
-    fn close_clusters_merge_into_one_stream() {
-        let pts = [(4.0, 1.0), (4.4, 1.0), (10.0, 1.0), (20.0, 2.0)];
-        let c = Clustering {
-            centroids: vec![4.0, 4.4, 10.0, 20.0],
-            labels: vec![0, 1, 2, 3],
+    fn a_light_cluster_coming_and_going_does_not_renumber_the_heavy_ones() {
+        let run = |stable_ids| {
+            let mut m = Mapper::new(
+                5,
+                MapperConfig {
+                    stable_ids,
+                    ..Default::default()
+                },
+            );
+            let heavy = [feat(1, 10.0, 100.0), feat(2, 20.0, 100.0)];
+            let light = feat(3, 3.0, 1.0);
+            let mut got = Vec::new();
+            for with_light in [true, false, true] {
+                let mut f = heavy.to_vec();
+                if with_light {
+                    f.push(light);
+                }
+                m.recluster(&f);
+                got.push((m.stream(1), m.stream(2)));
+                if with_light {
+                    assert!(m.stream(3) < m.stream(1), "order follows lifetime");
+                }
+            }
+            got
         };
-        let m = merge_close(c.clone(), &pts, 1.0);
-        assert_eq!(m.labels, vec![0, 0, 1, 2]);
-        assert!((m.centroids[0] - 4.2).abs() < 1e-9, "{:?}", m.centroids);
-        assert_eq!(m.centroids[1..], [10.0, 20.0]);
-        assert_eq!(merge_close(c.clone(), &pts, 0.0), c);
+        assert_eq!(run(true), vec![(2, 3); 3]);
+        assert_eq!(run(false), vec![(2, 3), (1, 2), (2, 3)]);
     }
 }

@@ -14,7 +14,9 @@
 //!
 //! Beyond the PC ([`RefineConfig`]): a write is learnt and placed under a
 //! *key*, its signature refined by the application's own hint and by the
-//! previous lifetime of the page it overwrites; `pcstream-paper`
+//! previous lifetime of the page it overwrites; an append to a file that
+//! was only ever appended goes to the stream of the key that appended most
+//! of it (file affinity: the file dies whole); `pcstream-paper`
 //! ([`PcStream::paper`]) is the paper's algorithm without them. What the
 //! simulator runs as `pcstream` is [`PcStreamDual`]: one learner keyed by
 //! file page and one by LBA, placing with the one whose streams the
@@ -60,6 +62,12 @@ pub struct RefineConfig {
     pub prev_lifetime: bool,
     /// Width of a previous-lifetime bucket, log2 units. Default 2 (×4).
     pub prev_bucket_log2: f64,
+    /// Place a write that overwrites nothing of its file (an append, a new
+    /// file) in the stream of the key that first wrote the file since it
+    /// was created or emptied: one file's pieces written by several code
+    /// paths (an SST's data blocks, index and footer) die together when the
+    /// file dies. Learning stays per key. Default true.
+    pub file_affinity: bool,
 }
 
 impl Default for RefineConfig {
@@ -68,6 +76,7 @@ impl Default for RefineConfig {
             app_hint: true,
             prev_lifetime: true,
             prev_bucket_log2: 2.0,
+            file_affinity: true,
         }
     }
 }
@@ -79,12 +88,14 @@ impl RefineConfig {
             app_hint: false,
             prev_lifetime: false,
             prev_bucket_log2: 2.0,
+            file_affinity: false,
         }
     }
 }
 
 impl PcStreamConfig {
-    /// The paper's algorithm: no refinement, no hysteresis.
+    /// The paper's algorithm: no refinement, no hysteresis, no merging, ids
+    /// by rank.
     pub fn paper() -> Self {
         let mut c = PcStreamConfig {
             refine: RefineConfig::none(),
@@ -92,9 +103,13 @@ impl PcStreamConfig {
         };
         c.mapper.hysteresis_log2 = 0.0;
         c.mapper.min_gap_log2 = 0.0;
+        c.mapper.stable_ids = false;
         c
     }
 }
+
+/// Keys tracked per file for `file_affinity`.
+const AFFINITY_KEYS: usize = 4;
 
 /// Mixes a refinement into a key (splitmix64 finaliser; never 0).
 pub fn refine_key(key: u64, salt: u64) -> u64 {
@@ -117,6 +132,9 @@ pub struct PcStream {
     /// count signatures, not keys).
     signatures: std::collections::HashSet<u64>,
     refined: std::collections::HashSet<u64>,
+    /// Per file: pages appended by each key since it was created or
+    /// emptied, at most [`AFFINITY_KEYS`] keys (`file_affinity`).
+    file_keys: std::collections::HashMap<(u64, u64), Vec<(u64, u64)>>,
     lm: LifetimeManager,
     mapper: Mapper,
 }
@@ -133,18 +151,20 @@ impl PcStream {
             gc_by_age: cfg.gc_by_age,
             signatures: Default::default(),
             refined: Default::default(),
+            file_keys: Default::default(),
             lm: LifetimeManager::new(cfg.lifetime),
             mapper: Mapper::new(streams, cfg.mapper),
         }
     }
 
     /// The paper's algorithm under the name `pcstream-paper`: `cfg` with
-    /// refinement and hysteresis off.
+    /// refinement, hysteresis, merging and stable stream ids off.
     pub fn paper(streams: u32, cfg: PcStreamConfig) -> Self {
         let mut cfg = cfg;
         cfg.refine = RefineConfig::none();
         cfg.mapper.hysteresis_log2 = 0.0;
         cfg.mapper.min_gap_log2 = 0.0;
+        cfg.mapper.stable_ids = false;
         let mut p = PcStream::new(streams, cfg);
         p.name = "pcstream-paper";
         p
@@ -152,22 +172,24 @@ impl PcStream {
 
     /// The key a write of `sig` is learnt and placed under (see
     /// [`RefineConfig`]).
-    fn key_of(&self, sig: u64, w: &WriteCtx, space: (u64, u64), first: u64) -> u64 {
+    /// Also whether the write overwrites live data of its space.
+    fn key_of(&self, sig: u64, w: &WriteCtx, space: (u64, u64), first: u64) -> (u64, bool) {
+        let born = self.lm.born_at(space, first);
         if sig == 0 {
-            return 0;
+            return (0, born.is_some());
         }
         let mut key = sig;
         if self.refine.app_hint && w.app_hint >= 2 {
             key = refine_key(key, 0x100 | u64::from(w.app_hint));
         }
         if self.refine.prev_lifetime {
-            if let Some(born) = self.lm.born_at(space, first) {
+            if let Some(born) = born {
                 let life = w.time.saturating_sub(born).max(1) as f64;
                 let b = (life.log2() / self.refine.prev_bucket_log2.max(0.1)) as u64;
                 key = refine_key(key, 0x1_0000 | b);
             }
         }
-        key
+        (key, born.is_some())
     }
 
     /// The lifetime manager (signature statistics, counters).
@@ -218,15 +240,40 @@ impl Placement for PcStream {
             Some(f) if !self.key_by_lba => (f, w.file_page),
             _ => (LBA_SPACE, w.lpn),
         };
-        let key = self.key_of(sig, w, space, first);
+        let (key, overwrote) = self.key_of(sig, w, space, first);
         if sig != 0 && key != sig && self.refined.insert(key) {
             self.signatures.insert(sig);
         }
         // A refined key not clustered yet borrows its signature's stream.
-        let stream = match self.mapper.stream(key) {
+        let mut stream = match self.mapper.stream(key) {
             0 => self.mapper.stream(sig),
             s => s,
         };
+        if let (true, Some(f)) = (
+            self.refine.file_affinity && !self.key_by_lba && sig != 0,
+            w.file,
+        ) {
+            let keys = self.file_keys.entry(f).or_default();
+            if overwrote {
+                // Updated in place: its pages no longer die together.
+                keys.clear();
+                keys.push((0, u64::MAX));
+            } else if keys.first() != Some(&(0, u64::MAX)) {
+                if let Some(k) = keys.iter_mut().find(|k| k.0 == key) {
+                    k.1 += u64::from(w.pages);
+                } else if keys.len() < AFFINITY_KEYS {
+                    keys.push((key, u64::from(w.pages)));
+                }
+                // The key that appended most of the file so far.
+                let top = keys.iter().max_by_key(|k| k.1).map_or(key, |k| k.0);
+                if top != key {
+                    stream = match self.mapper.stream(top) {
+                        0 => stream,
+                        s => s,
+                    };
+                }
+            }
+        }
         let pages = u64::from(w.pages);
         self.lm.write(space, first, pages, key, w.time);
         self.mapper
@@ -266,6 +313,9 @@ impl Placement for PcStream {
     }
 
     fn invalidate_file(&mut self, file: (u64, u64), first_page: u64, pages: u64, time: u64) {
+        if first_page == 0 && pages == u64::MAX {
+            self.file_keys.remove(&file);
+        }
         if !self.key_by_lba {
             self.lm.invalidate(file, first_page, pages, time);
             self.mapper.maybe_recluster(&self.lm, time);
@@ -321,13 +371,14 @@ impl crate::placement::GcPlacement for AgeGc {
             return stream.unwrap_or(0);
         }
         let x = (now.saturating_sub(written).max(1) as f64 * 2.0).log2();
-        let mut best = 0;
+        // Unused streams have a NaN centroid: never nearest.
+        let mut best: Option<usize> = None;
         for (j, v) in c.iter().enumerate() {
-            if (x - v).abs() < (x - c[best]).abs() {
-                best = j;
+            if v.is_finite() && best.is_none_or(|b| (x - v).abs() < (x - c[b]).abs()) {
+                best = Some(j);
             }
         }
-        best as StreamId + 1
+        best.map_or(stream.unwrap_or(0), |b| b as StreamId + 1)
     }
 }
 
@@ -647,6 +698,55 @@ mod tests {
         paper.refine = RefineConfig::none();
         let (s, l) = run(PcStream::new(4, paper));
         assert_eq!(s, l, "the PC alone cannot tell them apart");
+    }
+
+    /// Long-lived files, each appended by sig 1 (data) then sig 2 (a small
+    /// index at the end), beside short temp files sig 2 writes alone: sig 2
+    /// is learnt short-lived, yet the index pages of a long file go with
+    /// the file's data (file affinity); a file updated in place loses it.
+    #[test]
+    fn appended_pieces_of_a_file_follow_its_main_writer() {
+        let run = |file_affinity| {
+            let mut c = cfg();
+            c.refine.file_affinity = file_affinity;
+            let mut p = PcStream::new(4, c);
+            let mut t = 0;
+            for round in 0..300u64 {
+                let f = 1000 + round;
+                for pg in 0..30 {
+                    p.place(&write(t, f, pg, 1));
+                    t += 1;
+                }
+                p.place(&write(t, f, 30, 2));
+                t += 1;
+                if round >= 100 {
+                    p.invalidate_file((1, f - 100), 0, u64::MAX, t);
+                }
+                // A temp file of sig 2, deleted at once.
+                for pg in 0..4 {
+                    p.place(&write(t, 9000 + round, pg, 2));
+                    t += 1;
+                }
+                p.invalidate_file((1, 9000 + round), 0, u64::MAX, t);
+            }
+            let mut data = 0;
+            for pg in 0..30 {
+                data = p.place(&write(t, 5000, pg, 1));
+                t += 1;
+            }
+            let index = p.place(&write(t, 5000, 30, 2));
+            let temp = p.place(&write(t + 1, 5001, 0, 2));
+            // File 5000 rewritten in place: its pieces part again.
+            p.place(&write(t + 2, 5000, 0, 1));
+            let after = p.place(&write(t + 3, 5000, 31, 2));
+            (data, index, temp, after)
+        };
+        let (data, index, temp, after) = run(true);
+        assert!(temp < data, "sig 2 alone is short-lived: {temp} vs {data}");
+        assert_eq!(index, data, "the index goes with its file");
+        assert_eq!(after, temp, "in place: each key its own stream");
+        let (data, index, _, _) = run(false);
+        assert!(index < data, "without affinity: {index} vs {data}");
     }
 
     /// One code path rewrites a few hot pages of a file again and again and
