@@ -10,6 +10,8 @@ echo "== cargo fmt --check"
 cargo fmt --all -- --check
 echo "== cargo clippy"
 cargo clippy --workspace --all-targets --release -- -D warnings
+echo "== cargo doc (every intra-doc link resolves)"
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps -q
 echo "== cargo build (the integration tests run the built libpcstream.so and pcstreamctl)"
 cargo build --workspace --release
 echo "== cargo test"

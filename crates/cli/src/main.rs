@@ -4,6 +4,10 @@
 //! this file only dispatches. Exit codes: 0 success, 1 runtime failure,
 //! 2 usage error (clap), and the traced command's own status for `run`/`record`.
 
+// Doc comments on the clap structs are --help text, written for a terminal
+// (`hotcold:H/C[:seq]`), not rustdoc markdown.
+#![allow(rustdoc::broken_intra_doc_links)]
+
 use clap::{Parser, Subcommand};
 
 mod compare;

@@ -2,7 +2,7 @@
 //! §3.6 "PDU formats"): the common header, every fixed-layout PDU header as a
 //! `#[repr(C)]` little-endian struct read and written through `zerocopy`,
 //! the 64-byte submission queue entry and 16-byte completion, and the
-//! validation that turns a received header into a [`Pdu`] or a
+//! validation that turns a received header into a [`Frame`] or a
 //! [`PduError`] naming what is wrong. Every length read from the wire is
 //! checked against [`Limits`] before anything is sized by it.
 

@@ -46,6 +46,7 @@
 
 use crate::lifetime::LifetimeManager;
 use crate::placement::StreamId;
+pub use crate::stream_ids::Clustering;
 use crate::stream_ids::{merge_close, order_preserving_ids};
 use linfa::prelude::*;
 use linfa_clustering::{KMeans, KMeansInit};
@@ -177,15 +178,6 @@ pub fn resolution_floor(feats: &[Feature], erase_unit_pages: u64) -> Option<f64>
 /// at often and a long one every `longest` pages.
 pub(crate) fn spacing(now: u64, first: u64, longest: u64) -> u64 {
     (now / 4).max(first).min(longest).max(1)
-}
-
-/// Result of a 1-D clustering.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Clustering {
-    /// Weighted centroids, ascending; no cluster is empty.
-    pub centroids: Vec<f64>,
-    /// For each input point, the index of its centroid.
-    pub labels: Vec<usize>,
 }
 
 /// Weighted k-means of 1-D `(value, weight)` points into at most `k`

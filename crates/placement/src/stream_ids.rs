@@ -1,6 +1,6 @@
 //! From the clusters of a re-clustering to stream ids: adjacent clusters
-//! closer than `min_gap_log2` share a stream ([`merge_close`]), and each
-//! remaining cluster gets an id ([`order_preserving_ids`]).
+//! closer than `min_gap_log2` share a stream (`merge_close`), and each
+//! remaining cluster gets an id (`order_preserving_ids`).
 //!
 //! The clusters of a re-clustering are ordered by centroid, and stream ids
 //! must keep that order (stream 1 holds the shortest-lived data). Numbering
@@ -8,13 +8,21 @@
 //! one that appears or disappears: a heavy signature whose lifetime did not
 //! move then changes stream only because a light one was added below it,
 //! and its next pages share erase blocks with what the stream held before.
-//! [`order_preserving_ids`] instead picks, among the strictly increasing
+//! `order_preserving_ids` instead picks, among the strictly increasing
 //! maps from clusters to the stream ids `1..=streams`, the one under which
 //! the most weight stays in the stream it had at the previous clustering
 //! (exact, by dynamic programming over clusters × streams); with no history
 //! it is the rank.
 
-use crate::mapper::Clustering;
+/// Result of a 1-D clustering (the mapper's k-means, `crate::mapper`):
+/// what this module turns into stream ids.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Clustering {
+    /// Weighted centroids, ascending; no cluster is empty.
+    pub centroids: Vec<f64>,
+    /// For each input point, the index of its centroid.
+    pub labels: Vec<usize>,
+}
 
 /// Merges adjacent clusters whose centroids are closer than `gap` (log2
 /// units), left to right; centroids of merged clusters are recomputed from

@@ -26,6 +26,10 @@
 //! statics and functions directly, not through the GOT); `bench_api` is
 //! what the criterion bench reaches.
 
+// The crate is a cdylib whose modules are all private: its guide above links
+// them for `cargo doc --document-private-items`.
+#![allow(rustdoc::private_intra_doc_links)]
+
 pub(crate) mod batch;
 #[doc(hidden)]
 pub mod bench_api;
