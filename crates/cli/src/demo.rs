@@ -180,14 +180,19 @@ impl Demo {
         if db2.exists() {
             std::fs::remove_dir_all(&db2).with_context(|| format!("{}", db2.display()))?;
         }
+        // One open file for both streams (one file offset), as `>log 2>&1`.
+        let out2 = File::create(&log2).with_context(|| format!("{}", log2.display()))?;
+        let err2 = out2
+            .try_clone()
+            .with_context(|| format!("{}", log2.display()))?;
         let mut run2 = self.me_cmd();
         run2.arg("run")
             .arg("--socket")
             .arg(self.run.join("events.sock"))
             .arg("--")
             .args(self.db_bench(&db2))
-            .stdout(File::create(&log2).with_context(|| format!("{}", log2.display()))?)
-            .stderr(File::create(&log2).with_context(|| format!("{}", log2.display()))?);
+            .stdout(out2)
+            .stderr(err2);
         step(&mut run2, "pcstreamctl run")?;
         self.ctl(&["streams"])?;
 
