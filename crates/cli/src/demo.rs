@@ -67,7 +67,7 @@ const DB_BENCH_ARGS: &[&str] = &[
 pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
     let me = std::env::current_exe().context("where pcstreamctl is")?;
     let daemon_bin = find_daemon(args.pcstreamd.as_deref(), &me)?;
-    if !on_path("db_bench") {
+    if on_path("db_bench").is_none() {
         bail!("db_bench not found on PATH (Debian: apt-get install rocksdb-tools)");
     }
     let out = match &args.dir {
@@ -406,9 +406,12 @@ fn rw_hint(p: &Path) -> anyhow::Result<u64> {
     Ok(v)
 }
 
-fn on_path(program: &str) -> bool {
-    std::env::var_os("PATH")
-        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(program).is_file()))
+/// The first `program` on PATH.
+fn on_path(program: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join(program))
+        .find(|p| p.is_file())
 }
 
 /// pcstreamd: the explicit path, else next to pcstreamctl, else on PATH.
@@ -426,11 +429,7 @@ fn find_daemon(explicit: Option<&Path>, me: &Path) -> anyhow::Result<PathBuf> {
     {
         return Ok(p);
     }
-    if let Some(p) = std::env::var_os("PATH").and_then(|path| {
-        std::env::split_paths(&path)
-            .map(|d| d.join("pcstreamd"))
-            .find(|p| p.is_file())
-    }) {
+    if let Some(p) = on_path("pcstreamd") {
         return Ok(p);
     }
     bail!(
