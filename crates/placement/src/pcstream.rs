@@ -63,10 +63,11 @@ pub struct RefineConfig {
     /// Width of a previous-lifetime bucket, log2 units. Default 2 (×4).
     pub prev_bucket_log2: f64,
     /// Place a write that overwrites nothing of its file (an append, a new
-    /// file) in the stream of the key that first wrote the file since it
-    /// was created or emptied: one file's pieces written by several code
-    /// paths (an SST's data blocks, index and footer) die together when the
-    /// file dies. Learning stays per key. Default true.
+    /// file) in the stream of the key that has appended most of the file's
+    /// pages since it was created or emptied, while the file was never
+    /// updated in place: one file's pieces written by several code paths
+    /// (an SST's data blocks, index and footer) die together when the file
+    /// dies. Learning stays per key. Default true.
     pub file_affinity: bool,
 }
 
