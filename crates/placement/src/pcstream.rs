@@ -38,6 +38,8 @@ pub struct PcStreamConfig {
     /// Mapper settings.
     pub mapper: MapperConfig,
     /// Track every write by LBA even when it names a file. Default false.
+    /// The `pcstream` policy then runs this LBA-keyed learner alone (what a
+    /// block-layer implementation sees) instead of both learners.
     pub key_by_lba: bool,
     /// Signals beyond the PC that refine a write's key (see the module docs).
     pub refine: RefineConfig,
@@ -430,6 +432,15 @@ impl PcStreamDual {
     /// Whether writes are currently placed by the LBA-keyed learner.
     pub fn uses_lba(&self) -> bool {
         self.use_lba
+    }
+
+    /// The learner currently placing (its mapper and lifetimes).
+    pub fn placing(&self) -> &PcStream {
+        if self.use_lba {
+            &self.by_lba
+        } else {
+            &self.by_file
+        }
     }
 
     /// Pooled within-stream variance of log2(device lifetime) of learner

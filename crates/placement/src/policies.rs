@@ -195,6 +195,9 @@ pub fn build(name: &str, cfg: &PolicyConfig) -> Result<Box<dyn Placement + Send>
         "autostream-mq" => Box::new(AutoStreamMq::new(m, cfg.autostream.clone())),
         "sepbit" => Box::new(SepBit::new(m)),
         "app-hints" => Box::new(AppHints::new(m)),
+        // `key_by_lba`: the LBA-keyed learner alone (what a block-layer
+        // implementation sees); else both, the sharper one placing.
+        "pcstream" if cfg.pcstream.key_by_lba => Box::new(PcStream::new(m, cfg.pcstream.clone())),
         "pcstream" => Box::new(PcStreamDual::new(m, cfg.pcstream.clone())),
         "pcstream-paper" => Box::new(PcStream::paper(m, cfg.pcstream.clone())),
         "oracle" => Box::new(Oracle::new(m, cfg.oracle.clone())),
@@ -303,5 +306,17 @@ mod tests {
         }
         let e = build("autostream", &cfg).err().unwrap();
         assert!(e.to_string().contains("autostream-sfr"), "{e}");
+    }
+
+    #[test]
+    fn key_by_lba_runs_the_lba_learner_alone() {
+        let has = |p: &dyn Placement, k| p.counters().iter().any(|c| c.0 == k);
+        let mut cfg = PolicyConfig::default();
+        let dual = build("pcstream", &cfg).unwrap();
+        assert!(has(&*dual, "placed_by_lba"), "both learners by default");
+        cfg.pcstream.key_by_lba = true;
+        let one = build("pcstream", &cfg).unwrap();
+        assert_eq!(one.name(), "pcstream");
+        assert!(!has(&*one, "placed_by_lba"), "one learner, keyed by LBA");
     }
 }

@@ -5,6 +5,15 @@
 //! the page's address). Set side by side, the two lifetimes show what
 //! pcstream learns from (file deaths) against what the flash sees.
 //!
+//! The policy is the shipped `pcstream` (both learners, the one whose
+//! streams separate device lifetimes better placing), or the LBA-keyed
+//! learner alone with `key_by_lba`. Its *prediction* for a page is the
+//! lifetime of the stream it chose (that stream's k-means centroid at the
+//! end of the pass; stream ids keep their clusters across re-clusterings),
+//! and the row's error is the median over the signature's pages of
+//! |log2 prediction − log2 device lifetime|, pages in stream 0 (nothing
+//! predicted) and pages still live at the end left out.
+//!
 //! The placement does not depend on the device's state, only on the
 //! replay, so this drives the policy through the same passes as
 //! [`crate::simulate`] ([`crate::pass`]'s `drive_pass`, same clock and
@@ -15,7 +24,8 @@ use crate::experiment::{policy_config_for, Job};
 use crate::ops::WriteClass;
 use crate::pass::{drive_pass, PassEvent, PolicySlot};
 use crate::sizing::layout;
-use pcstream_placement::pcstream::PcStream;
+use pcstream_placement::pcstream::{PcStream, PcStreamDual};
+use pcstream_placement::placement::Placement;
 use std::collections::HashMap;
 
 /// One signature's row.
@@ -42,13 +52,49 @@ pub struct SignatureRow {
     pub device_lifetime_p50: Option<u64>,
     /// 90th percentile device lifetime.
     pub device_lifetime_p90: Option<u64>,
+    /// Median over the pages placed in a data stream of the lifetime that
+    /// stream stands for (its centroid, log2 pages): what pcstream placed
+    /// them for.
+    pub placed_for_log2: Option<f64>,
+    /// Median over those pages that died within the pass of |log2 placed-for
+    /// − log2 device lifetime|: 1.0 means a factor of 2 off.
+    pub error_log2_p50: Option<f64>,
+}
+
+/// The policy broken down: the shipped dual learner, or one learner.
+enum Learner {
+    Dual(Box<PcStreamDual>),
+    One(Box<PcStream>),
+}
+
+impl Learner {
+    fn placement(&mut self) -> &mut dyn Placement {
+        match self {
+            Learner::Dual(p) => &mut **p,
+            Learner::One(p) => &mut **p,
+        }
+    }
+
+    /// The learner whose choices were placing at the end.
+    fn placing(&self) -> &PcStream {
+        match self {
+            Learner::Dual(p) => p.placing(),
+            Learner::One(p) => p,
+        }
+    }
 }
 
 #[derive(Default)]
 struct Acc {
     pages: u64,
     streams: HashMap<u32, u64>,
-    lives: Vec<u64>,
+    /// Device lifetimes of the pages that died, per stream they went to.
+    lives: HashMap<u32, Vec<u64>>,
+}
+
+fn median_f(mut v: Vec<f64>) -> Option<f64> {
+    v.sort_unstable_by(f64::total_cmp);
+    (!v.is_empty()).then(|| v[(v.len() - 1) / 2])
 }
 
 fn percentile(sorted: &[u64], p: f64) -> Option<u64> {
@@ -78,14 +124,21 @@ pub fn pcstream_signatures(
     let dev = layout(r, &job.spec).map_err(|e| bad(e.into()))?;
     let cfg = policy_config_for(&job.spec, &dev, policy_cfg);
     cfg.validate().map_err(|e| bad(e.into()))?;
-    let mut pc = PcStream::new(cfg.streams, cfg.pcstream.clone());
+    let mut pc = if cfg.pcstream.key_by_lba {
+        Learner::One(Box::new(PcStream::new(cfg.streams, cfg.pcstream.clone())))
+    } else {
+        Learner::Dual(Box::new(PcStreamDual::new(
+            cfg.streams,
+            cfg.pcstream.clone(),
+        )))
+    };
     let n = r.host_pages();
     let passes = u64::from(r.run_mode.warmup_passes) + 1;
     let mut acc: HashMap<Option<u64>, Acc> = HashMap::new();
     for pass in 0..passes {
         let measured = pass + 1 == passes;
         let mut slot = PolicySlot {
-            base: &mut pc,
+            base: pc.placement(),
             fresh: None,
         };
         drive_pass(r, &mut slot, None, cfg.streams, pass * n, |ev| {
@@ -106,30 +159,65 @@ pub fn pcstream_signatures(
                     a.pages += 1;
                     *a.streams.entry(stream).or_default() += 1;
                     if let Some(d) = r.death(k) {
-                        a.lives.push(d - k);
+                        a.lives.entry(stream).or_default().push(d - k);
                     }
                 }
             }
             Ok(())
         })?;
     }
+    let placing = pc.placing();
+    let centroids = placing.mapper().centroids();
+    // The lifetime (log2 pages) stream `s` stands for; none for stream 0.
+    let centroid = |s: u32| {
+        (s as usize)
+            .checked_sub(1)
+            .and_then(|i| centroids.get(i))
+            .copied()
+            .filter(|c| c.is_finite())
+    };
     let mut rows: Vec<SignatureRow> = acc
         .into_iter()
-        .map(|(signature, mut a)| {
-            a.lives.sort_unstable();
+        .map(|(signature, a)| {
+            let mut errors = Vec::new();
+            let mut lives = Vec::new();
+            for (&s, l) in &a.lives {
+                if let Some(c) = centroid(s) {
+                    errors.extend(l.iter().map(|&v| (c - (v.max(1) as f64).log2()).abs()));
+                }
+                lives.extend_from_slice(l);
+            }
+            lives.sort_unstable();
+            let mut placed: Vec<(f64, u64)> = a
+                .streams
+                .iter()
+                .filter_map(|(&s, &n)| centroid(s).map(|c| (c, n)))
+                .collect();
+            placed.sort_unstable_by(|x, y| x.0.total_cmp(&y.0));
+            let half = placed.iter().map(|p| p.1).sum::<u64>().div_ceil(2);
+            let placed_for_log2 = placed
+                .iter()
+                .scan(0u64, |seen, p| {
+                    *seen += p.1;
+                    Some((*seen, p.0))
+                })
+                .find(|(seen, _)| *seen >= half.max(1))
+                .map(|(_, c)| c);
             let mut streams: Vec<(u32, u64)> = a.streams.into_iter().collect();
             streams.sort_unstable_by(|x, y| y.1.cmp(&x.1).then(x.0.cmp(&y.0)));
-            let st = signature.and_then(|s| pc.lifetimes().sig(s));
+            let st = signature.and_then(|s| placing.lifetimes().sig(s));
             SignatureRow {
                 signature,
                 pages: a.pages,
                 streams,
                 estimate_log2: st.and_then(|s| s.estimate_log2()),
                 learnt_dead_pages: st.map_or(0, |s| s.dead_pages),
-                device_dead_pages: a.lives.len() as u64,
-                device_lifetime_p10: percentile(&a.lives, 0.1),
-                device_lifetime_p50: percentile(&a.lives, 0.5),
-                device_lifetime_p90: percentile(&a.lives, 0.9),
+                device_dead_pages: lives.len() as u64,
+                device_lifetime_p10: percentile(&lives, 0.1),
+                device_lifetime_p50: percentile(&lives, 0.5),
+                device_lifetime_p90: percentile(&lives, 0.9),
+                placed_for_log2,
+                error_log2_p50: median_f(errors),
             }
         })
         .collect();

@@ -684,6 +684,14 @@ fn signatures_break_pcstream_down_with_learnt_and_device_lifetimes() {
     assert!(short.estimate_log2.unwrap() + 2.0 < long.estimate_log2.unwrap());
     assert!(short.streams[0].0 < long.streams[0].0, "{short:?} {long:?}");
     assert!(short.device_lifetime_p50.unwrap() < long.device_lifetime_p50.unwrap());
+    // What it placed them for matches what the device saw: the short
+    // signature's streams stand for shorter lives, and each signature's
+    // pages lived within a factor of 4 of it (median).
+    assert!(short.placed_for_log2.unwrap() + 2.0 < long.placed_for_log2.unwrap());
+    for r in [short, long] {
+        let e = r.error_log2_p50.unwrap();
+        assert!((0.0..2.0).contains(&e), "error {e} (log2) for {r:?}");
+    }
     // The rows agree with the simulated run's per-stream counts.
     let pc = t.runs.iter().find(|r| r.policy == "pcstream").unwrap();
     for s in &pc.per_stream {

@@ -216,13 +216,24 @@ fn render_signatures(o: &mut String, t: &TraceReport) {
     let _ = writeln!(
         o,
         "\npcstream by signature (the {} heaviest; measured pass): its streams, the lifetime it learnt \
-         (from the deaths it hears) and the pages' lifetimes on the device (p10 / p50 / p90; `-`: none died):",
+         (from the deaths it hears), the lifetime of the streams it placed them in (median), the pages' \
+         lifetimes on the device (p10 / p50 / p90; `-`: none died) and the error (median factor between \
+         placed-for and device lifetime):",
         t.signatures.len()
     );
     let _ = writeln!(
         o,
-        "{:<18} {:>6} {:>10} {:<18} {:>8} {:>8} {:>8} {:>8}",
-        "signature", "share", "pages", "streams", "learnt", "dev p10", "dev p50", "dev p90"
+        "{:<18} {:>6} {:>10} {:<18} {:>8} {:>8} {:>8} {:>8} {:>8} {:>7}",
+        "signature",
+        "share",
+        "pages",
+        "streams",
+        "learnt",
+        "placed",
+        "dev p10",
+        "dev p50",
+        "dev p90",
+        "error"
     );
     for r in &t.signatures {
         let streams: Vec<String> = r
@@ -233,16 +244,19 @@ fn render_signatures(o: &mut String, t: &TraceReport) {
             .collect();
         let _ = writeln!(
             o,
-            "{:<18} {:>5.1}% {:>10} {:<18} {:>8} {:>8} {:>8} {:>8}",
+            "{:<18} {:>5.1}% {:>10} {:<18} {:>8} {:>8} {:>8} {:>8} {:>8} {:>7}",
             r.signature
                 .map_or_else(|| "(none)".to_string(), |s| format!("{s:016x}")),
             pct(r.pages, t.host_pages),
             r.pages,
             streams.join(" "),
             pages_short(r.estimate_log2.map(f64::exp2)),
+            pages_short(r.placed_for_log2.map(f64::exp2)),
             pages_short(r.device_lifetime_p10.map(|v| v as f64)),
             pages_short(r.device_lifetime_p50.map(|v| v as f64)),
-            pages_short(r.device_lifetime_p90.map(|v| v as f64))
+            pages_short(r.device_lifetime_p90.map(|v| v as f64)),
+            r.error_log2_p50
+                .map_or_else(|| "-".to_string(), |e| format!("{:.1}x", e.exp2()))
         );
     }
     let _ = writeln!(
