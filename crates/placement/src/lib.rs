@@ -23,6 +23,8 @@
 pub mod app_hints;
 pub mod autostream;
 pub mod env;
+#[cfg(feature = "learn")]
+pub mod gc_age;
 pub mod hint;
 pub mod lifetime;
 #[cfg(feature = "learn")]

@@ -45,6 +45,13 @@ pub struct PcStreamConfig {
     /// page of age `g` goes to the stream whose learnt lifetime is nearest
     /// `2g` (its age is a lower bound of its lifetime). Default false.
     pub gc_by_age: bool,
+    /// Stream ids kept for the device's GC copies, placed by age
+    /// ([`crate::gc_age`]; simulator GC hook, `PcStreamDual` only): the
+    /// learners place host data in the others. `None`: the simulator
+    /// decides for its device (3 without internal streams, 0 with);
+    /// `Some(0)` leaves GC copies to the device. Ignored when fewer than
+    /// two data streams would be left. Default `None`.
+    pub gc_streams: Option<u32>,
 }
 
 /// Which online signals refine a PC signature into the key a write is
@@ -355,6 +362,10 @@ pub struct PcStreamDual {
     /// Centroids (log2 pages) of streams `1..` of the placing learner, for
     /// the GC hook.
     centroids: std::sync::Arc<std::sync::Mutex<Vec<f64>>>,
+    /// Stream ids of the device (the learners get fewer with `gc_streams`).
+    streams: u32,
+    /// Stream ids kept for GC copies by age (`gc_streams`), the last ones.
+    gc_streams: u32,
 }
 
 /// [`PcStreamDual`]'s GC placement (`gc_by_age`).
@@ -397,6 +408,12 @@ impl PcStreamDual {
     /// Both learners for a device with `streams` stream ids (`cfg.key_by_lba`
     /// is ignored: one of each).
     pub fn new(streams: u32, cfg: PcStreamConfig) -> Self {
+        let all = streams.max(1);
+        let gc_streams = match cfg.gc_streams.unwrap_or(0) {
+            g if all > g.saturating_add(2) => g,
+            _ => 0,
+        };
+        let streams = all - gc_streams;
         let by_file = PcStream::new(
             streams,
             PcStreamConfig {
@@ -415,6 +432,8 @@ impl PcStreamDual {
         let gc_by_age = by_lba_gc(&by_lba);
         PcStreamDual {
             gc_by_age,
+            streams: all,
+            gc_streams,
             centroids: Default::default(),
             by_file,
             by_lba,
@@ -491,7 +510,7 @@ impl Placement for PcStreamDual {
     }
 
     fn streams(&self) -> u32 {
-        self.by_file.streams
+        self.streams
     }
 
     fn place(&mut self, w: &WriteCtx) -> StreamId {
@@ -538,6 +557,12 @@ impl Placement for PcStreamDual {
     }
 
     fn gc_placement(&mut self) -> Option<Box<dyn crate::placement::GcPlacement + Send>> {
+        if self.gc_streams > 0 {
+            return Some(Box::new(crate::gc_age::AgeClasses::new(
+                self.streams - self.gc_streams,
+                self.gc_streams,
+            )));
+        }
         self.gc_by_age.then(|| {
             Box::new(AgeGc {
                 centroids: std::sync::Arc::clone(&self.centroids),
@@ -576,6 +601,7 @@ mod tests {
             key_by_lba: false,
             refine: RefineConfig::default(),
             gc_by_age: false,
+            gc_streams: None,
         }
     }
 
@@ -777,6 +803,52 @@ mod tests {
         assert!(hot < cold, "hot {hot} cold {cold}");
         let paper = PcStream::paper(4, cfg());
         assert_eq!(paper.name(), "pcstream-paper");
+    }
+
+    /// With `gc_streams`, the dual keeps the last stream ids for the
+    /// device's GC copies: host writes land below them, and the GC hook
+    /// sends a copy younger than the victims' mean lifespan to the first
+    /// GC stream and an old one to the last. Without, there is no hook
+    /// and host data may use every stream.
+    #[test]
+    fn the_dual_keeps_gc_streams_for_copies_by_age() {
+        let drive = |p: &mut PcStreamDual| {
+            let mut used = std::collections::BTreeSet::new();
+            for step in 0..60_000u64 {
+                // Six signatures rewriting regions of 4 .. 4096 pages in
+                // turn: lifetimes ×4 apart.
+                let sig = 1 + step % 6;
+                let span = 4u64 << (2 * (sig - 1));
+                let lpn = sig * 100_000 + (step / 6) % span;
+                let w = WriteCtx {
+                    time: step,
+                    lpn,
+                    pages: 1,
+                    signature: Some(sig),
+                    ..Default::default()
+                };
+                used.insert(p.place(&w));
+            }
+            used
+        };
+        let mut c = cfg();
+        c.gc_streams = Some(2);
+        let mut p = PcStreamDual::new(6, c);
+        assert_eq!(p.streams(), 6);
+        let used = drive(&mut p);
+        assert!(used.iter().all(|&s| s < 4), "host streams {used:?}");
+        assert!(used.len() >= 3, "host streams {used:?}");
+        let mut hook = p.gc_placement().expect("a GC hook");
+        for i in 0..16 {
+            hook.collected(Some(1), 1000 * i, 1000 * i + 100);
+        }
+        assert_eq!(hook.place_gc(Some(1), 20_000, 20_050), 4, "young copy");
+        assert_eq!(hook.place_gc(Some(1), 0, 20_000), 5, "old copy");
+
+        let mut q = PcStreamDual::new(6, cfg());
+        assert!(q.gc_placement().is_none());
+        let used = drive(&mut q);
+        assert!(used.iter().any(|&s| s >= 4), "host streams {used:?}");
     }
 
     /// Files deleted at once whose blocks the file system reuses only much
