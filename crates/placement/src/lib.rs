@@ -47,6 +47,8 @@ pub mod signature;
 pub mod stream_ids;
 pub mod table;
 pub mod trace;
+#[cfg(feature = "learn")]
+pub mod write_count;
 
 /// Messages generated from `proto/pcstream.proto` (package `pcstream.v1`).
 #[allow(

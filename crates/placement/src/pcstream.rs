@@ -28,6 +28,7 @@
 use crate::lifetime::{LifetimeConfig, LifetimeManager, SigStats, LBA_SPACE};
 use crate::mapper::{Mapper, MapperConfig};
 use crate::placement::{Placement, StreamId, WriteCtx};
+use crate::write_count::WriteCounts;
 
 /// Tunables of the `pcstream` policy.
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -76,6 +77,14 @@ pub struct RefineConfig {
     /// (an SST's data blocks, index and footer) die together when the file
     /// dies. Learning stays per key. Default true.
     pub file_affinity: bool,
+    /// The number of times the written address was written before,
+    /// relative to the average written address's, in log2 buckets
+    /// ([`WriteCounts::relative_bucket`]): one key per (signature,
+    /// bucket); first writes keep the bare key. The LBA-keyed learner
+    /// only (`key_by_lba`): in [`PcStreamDual`] the file learner, which
+    /// keys writes without a file by LBA too, goes without, and the
+    /// device's deaths decide between them. Default true.
+    pub lba_writes: bool,
 }
 
 impl Default for RefineConfig {
@@ -85,6 +94,7 @@ impl Default for RefineConfig {
             prev_lifetime: true,
             prev_bucket_log2: 2.0,
             file_affinity: true,
+            lba_writes: true,
         }
     }
 }
@@ -97,6 +107,7 @@ impl RefineConfig {
             prev_lifetime: false,
             prev_bucket_log2: 2.0,
             file_affinity: false,
+            lba_writes: false,
         }
     }
 }
@@ -143,6 +154,8 @@ pub struct PcStream {
     /// Per file: pages appended by each key since it was created or
     /// emptied, at most [`AFFINITY_KEYS`] keys (`file_affinity`).
     file_keys: std::collections::HashMap<(u64, u64), Vec<(u64, u64)>>,
+    /// Per LBA: writes so far (`lba_writes`).
+    counts: WriteCounts,
     lm: LifetimeManager,
     mapper: Mapper,
 }
@@ -160,6 +173,7 @@ impl PcStream {
             signatures: Default::default(),
             refined: Default::default(),
             file_keys: Default::default(),
+            counts: Default::default(),
             lm: LifetimeManager::new(cfg.lifetime),
             mapper: Mapper::new(streams, cfg.mapper),
         }
@@ -195,6 +209,12 @@ impl PcStream {
                 let life = w.time.saturating_sub(born).max(1) as f64;
                 let b = (life.log2() / self.refine.prev_bucket_log2.max(0.1)) as u64;
                 key = refine_key(key, 0x1_0000 | b);
+            }
+        }
+        if self.refine.lba_writes && self.key_by_lba {
+            let b = self.counts.relative_bucket(first);
+            if b > 0 {
+                key = refine_key(key, 0x2_0000 | b);
             }
         }
         (key, born.is_some())
@@ -283,6 +303,9 @@ impl Placement for PcStream {
             }
         }
         let pages = u64::from(w.pages);
+        if self.refine.lba_writes && self.key_by_lba {
+            self.counts.bump(first, pages);
+        }
         self.lm.write(space, first, pages, key, w.time);
         self.mapper
             .maybe_recluster(&self.lm, w.time.saturating_add(pages));
@@ -803,6 +826,69 @@ mod tests {
         assert!(hot < cold, "hot {hot} cold {cold}");
         let paper = PcStream::paper(4, cfg());
         assert_eq!(paper.name(), "pcstream-paper");
+    }
+
+    /// One code path rewrites 64 hot LBAs at random, and writes each LBA
+    /// of a cold region twice, as far apart as a hot page's writes, then
+    /// leaves it for a long time. The cold pages' second writes have the
+    /// hot pages' previous lifetime but few writes behind them: refined
+    /// by the address's write count they are learnt apart and placed in
+    /// a longer stream; by previous lifetime alone they share the hot
+    /// pages' key.
+    #[test]
+    fn the_write_count_splits_addresses_the_previous_lifetime_cannot() {
+        let run = |lba_writes: bool| {
+            let mut c = cfg();
+            c.key_by_lba = true;
+            c.refine.lba_writes = lba_writes;
+            let mut p = PcStream::new(4, c);
+            let mut x = 7u64;
+            let mut t = 0u64;
+            let at = |t: u64, lpn: u64| WriteCtx {
+                time: t,
+                lpn,
+                pages: 1,
+                signature: Some(1),
+                ..Default::default()
+            };
+            let mut due = std::collections::VecDeque::new();
+            for step in 0..120_000u64 {
+                x = x
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                p.place(&at(t, (x >> 33) % 64));
+                t += 1;
+                if step % 4 == 0 {
+                    // The cold region: 1024 LBAs, each written twice,
+                    // about as far apart as a hot page's writes (64
+                    // steps), revisited every 4096 steps.
+                    let lpn = 10_000 + (step / 4) % 1024;
+                    p.place(&at(t, lpn));
+                    t += 1;
+                    due.push_back((step + 64, lpn));
+                }
+                if due.front().is_some_and(|d| d.0 == step) {
+                    let (_, lpn) = due.pop_front().unwrap_or_default();
+                    p.place(&at(t, lpn));
+                    t += 1;
+                }
+            }
+            let hot = p.place(&at(t, 5));
+            // The cold page due next, left 4096 steps ago, written twice.
+            let next = 10_000 + (120_000 / 4) % 1024;
+            p.place(&at(t + 1, next));
+            let cold = p.place(&at(t + 97, next));
+            let c = p.mapper().centroids().to_vec();
+            let life = |s: StreamId| c.get(s as usize - 1).copied().unwrap_or(f64::NAN);
+            (hot, cold, life(hot), life(cold))
+        };
+        let (hot, cold, lh, lc) = run(true);
+        assert!(lc > lh + 2.0, "hot {hot} ({lh}) cold {cold} ({lc})");
+        let (hot, cold, _, _) = run(false);
+        assert_eq!(
+            hot, cold,
+            "the previous lifetime alone cannot tell them apart"
+        );
     }
 
     /// With `gc_streams`, the dual keeps the last stream ids for the
