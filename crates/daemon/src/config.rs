@@ -252,6 +252,7 @@ impl Config {
                 // engine must learn and publish plain signatures.
                 refine: pcstream_placement::pcstream::RefineConfig::none(),
                 gc_by_age: false,
+                gc_streams: None,
             },
             share_between_users: self.share_between_users,
             max_signatures: self.max_signatures,

@@ -23,6 +23,8 @@
 pub mod app_hints;
 pub mod autostream;
 pub mod env;
+#[cfg(feature = "learn")]
+pub mod gc_age;
 pub mod hint;
 pub mod lifetime;
 #[cfg(feature = "learn")]
@@ -45,6 +47,8 @@ pub mod signature;
 pub mod stream_ids;
 pub mod table;
 pub mod trace;
+#[cfg(feature = "learn")]
+pub mod write_count;
 
 /// Messages generated from `proto/pcstream.proto` (package `pcstream.v1`).
 #[allow(

@@ -452,6 +452,7 @@ mod tests {
                 key_by_lba: false,
                 refine: crate::pcstream::RefineConfig::none(),
                 gc_by_age: false,
+                gc_streams: None,
             },
             share_between_users: share,
             max_signatures: 1000,

@@ -28,6 +28,7 @@
 use crate::lifetime::{LifetimeConfig, LifetimeManager, SigStats, LBA_SPACE};
 use crate::mapper::{Mapper, MapperConfig};
 use crate::placement::{Placement, StreamId, WriteCtx};
+use crate::write_count::WriteCounts;
 
 /// Tunables of the `pcstream` policy.
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -47,6 +48,13 @@ pub struct PcStreamConfig {
     /// page of age `g` goes to the stream whose learnt lifetime is nearest
     /// `2g` (its age is a lower bound of its lifetime). Default false.
     pub gc_by_age: bool,
+    /// Stream ids kept for the device's GC copies, placed by age
+    /// ([`crate::gc_age`]; simulator GC hook, `PcStreamDual` only): the
+    /// learners place host data in the others. `None`: the simulator
+    /// decides for its device (3 without internal streams, 0 with);
+    /// `Some(0)` leaves GC copies to the device. Ignored when fewer than
+    /// two data streams would be left. Default `None`.
+    pub gc_streams: Option<u32>,
 }
 
 /// Which online signals refine a PC signature into the key a write is
@@ -71,6 +79,14 @@ pub struct RefineConfig {
     /// (an SST's data blocks, index and footer) die together when the file
     /// dies. Learning stays per key. Default true.
     pub file_affinity: bool,
+    /// The number of times the written address was written before,
+    /// relative to the average written address's, in log2 buckets
+    /// ([`WriteCounts::relative_bucket`]): one key per (signature,
+    /// bucket); first writes keep the bare key. The LBA-keyed learner
+    /// only (`key_by_lba`): in [`PcStreamDual`] the file learner, which
+    /// keys writes without a file by LBA too, goes without, and the
+    /// device's deaths decide between them. Default true.
+    pub lba_writes: bool,
 }
 
 impl Default for RefineConfig {
@@ -80,6 +96,7 @@ impl Default for RefineConfig {
             prev_lifetime: true,
             prev_bucket_log2: 2.0,
             file_affinity: true,
+            lba_writes: true,
         }
     }
 }
@@ -92,6 +109,7 @@ impl RefineConfig {
             prev_lifetime: false,
             prev_bucket_log2: 2.0,
             file_affinity: false,
+            lba_writes: false,
         }
     }
 }
@@ -138,6 +156,8 @@ pub struct PcStream {
     /// Per file: pages appended by each key since it was created or
     /// emptied, at most [`AFFINITY_KEYS`] keys (`file_affinity`).
     file_keys: std::collections::HashMap<(u64, u64), Vec<(u64, u64)>>,
+    /// Per LBA: writes so far (`lba_writes`).
+    counts: WriteCounts,
     lm: LifetimeManager,
     mapper: Mapper,
 }
@@ -155,6 +175,7 @@ impl PcStream {
             signatures: Default::default(),
             refined: Default::default(),
             file_keys: Default::default(),
+            counts: Default::default(),
             lm: LifetimeManager::new(cfg.lifetime),
             mapper: Mapper::new(streams, cfg.mapper),
         }
@@ -190,6 +211,12 @@ impl PcStream {
                 let life = w.time.saturating_sub(born).max(1) as f64;
                 let b = (life.log2() / self.refine.prev_bucket_log2.max(0.1)) as u64;
                 key = refine_key(key, 0x1_0000 | b);
+            }
+        }
+        if self.refine.lba_writes && self.key_by_lba {
+            let b = self.counts.relative_bucket(first);
+            if b > 0 {
+                key = refine_key(key, 0x2_0000 | b);
             }
         }
         (key, born.is_some())
@@ -278,6 +305,9 @@ impl Placement for PcStream {
             }
         }
         let pages = u64::from(w.pages);
+        if self.refine.lba_writes && self.key_by_lba {
+            self.counts.bump(first, pages);
+        }
         self.lm.write(space, first, pages, key, w.time);
         self.mapper
             .maybe_recluster(&self.lm, w.time.saturating_add(pages));
@@ -357,6 +387,10 @@ pub struct PcStreamDual {
     /// Centroids (log2 pages) of streams `1..` of the placing learner, for
     /// the GC hook.
     centroids: std::sync::Arc<std::sync::Mutex<Vec<f64>>>,
+    /// Stream ids of the device (the learners get fewer with `gc_streams`).
+    streams: u32,
+    /// Stream ids kept for GC copies by age (`gc_streams`), the last ones.
+    gc_streams: u32,
 }
 
 /// [`PcStreamDual`]'s GC placement (`gc_by_age`).
@@ -399,6 +433,12 @@ impl PcStreamDual {
     /// Both learners for a device with `streams` stream ids (`cfg.key_by_lba`
     /// is ignored: one of each).
     pub fn new(streams: u32, cfg: PcStreamConfig) -> Self {
+        let all = streams.max(1);
+        let gc_streams = match cfg.gc_streams.unwrap_or(0) {
+            g if all > g.saturating_add(2) => g,
+            _ => 0,
+        };
+        let streams = all - gc_streams;
         let by_file = PcStream::new(
             streams,
             PcStreamConfig {
@@ -417,6 +457,8 @@ impl PcStreamDual {
         let gc_by_age = by_lba_gc(&by_lba);
         PcStreamDual {
             gc_by_age,
+            streams: all,
+            gc_streams,
             centroids: Default::default(),
             by_file,
             by_lba,
@@ -502,7 +544,7 @@ impl Placement for PcStreamDual {
     }
 
     fn streams(&self) -> u32 {
-        self.by_file.streams
+        self.streams
     }
 
     fn place(&mut self, w: &WriteCtx) -> StreamId {
@@ -549,6 +591,12 @@ impl Placement for PcStreamDual {
     }
 
     fn gc_placement(&mut self) -> Option<Box<dyn crate::placement::GcPlacement + Send>> {
+        if self.gc_streams > 0 {
+            return Some(Box::new(crate::gc_age::AgeClasses::new(
+                self.streams - self.gc_streams,
+                self.gc_streams,
+            )));
+        }
         self.gc_by_age.then(|| {
             Box::new(AgeGc {
                 centroids: std::sync::Arc::clone(&self.centroids),
@@ -587,6 +635,7 @@ mod tests {
             key_by_lba: false,
             refine: RefineConfig::default(),
             gc_by_age: false,
+            gc_streams: None,
         }
     }
 
@@ -788,6 +837,115 @@ mod tests {
         assert!(hot < cold, "hot {hot} cold {cold}");
         let paper = PcStream::paper(4, cfg());
         assert_eq!(paper.name(), "pcstream-paper");
+    }
+
+    /// One code path rewrites 64 hot LBAs at random, and writes each LBA
+    /// of a cold region twice, as far apart as a hot page's writes, then
+    /// leaves it for a long time. The cold pages' second writes have the
+    /// hot pages' previous lifetime but few writes behind them: refined
+    /// by the address's write count they are learnt apart and placed in
+    /// a longer stream; by previous lifetime alone they share the hot
+    /// pages' key.
+    #[test]
+    fn the_write_count_splits_addresses_the_previous_lifetime_cannot() {
+        let run = |lba_writes: bool| {
+            let mut c = cfg();
+            c.key_by_lba = true;
+            c.refine.lba_writes = lba_writes;
+            let mut p = PcStream::new(4, c);
+            let mut x = 7u64;
+            let mut t = 0u64;
+            let at = |t: u64, lpn: u64| WriteCtx {
+                time: t,
+                lpn,
+                pages: 1,
+                signature: Some(1),
+                ..Default::default()
+            };
+            let mut due = std::collections::VecDeque::new();
+            for step in 0..120_000u64 {
+                x = x
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                p.place(&at(t, (x >> 33) % 64));
+                t += 1;
+                if step % 4 == 0 {
+                    // The cold region: 1024 LBAs, each written twice,
+                    // about as far apart as a hot page's writes (64
+                    // steps), revisited every 4096 steps.
+                    let lpn = 10_000 + (step / 4) % 1024;
+                    p.place(&at(t, lpn));
+                    t += 1;
+                    due.push_back((step + 64, lpn));
+                }
+                if due.front().is_some_and(|d| d.0 == step) {
+                    let (_, lpn) = due.pop_front().unwrap_or_default();
+                    p.place(&at(t, lpn));
+                    t += 1;
+                }
+            }
+            let hot = p.place(&at(t, 5));
+            // The cold page due next, left 4096 steps ago, written twice.
+            let next = 10_000 + (120_000 / 4) % 1024;
+            p.place(&at(t + 1, next));
+            let cold = p.place(&at(t + 97, next));
+            let c = p.mapper().centroids().to_vec();
+            let life = |s: StreamId| c.get(s as usize - 1).copied().unwrap_or(f64::NAN);
+            (hot, cold, life(hot), life(cold))
+        };
+        let (hot, cold, lh, lc) = run(true);
+        assert!(lc > lh + 2.0, "hot {hot} ({lh}) cold {cold} ({lc})");
+        let (hot, cold, _, _) = run(false);
+        assert_eq!(
+            hot, cold,
+            "the previous lifetime alone cannot tell them apart"
+        );
+    }
+
+    /// With `gc_streams`, the dual keeps the last stream ids for the
+    /// device's GC copies: host writes land below them, and the GC hook
+    /// sends a copy younger than the victims' mean lifespan to the first
+    /// GC stream and an old one to the last. Without, there is no hook
+    /// and host data may use every stream.
+    #[test]
+    fn the_dual_keeps_gc_streams_for_copies_by_age() {
+        let drive = |p: &mut PcStreamDual| {
+            let mut used = std::collections::BTreeSet::new();
+            for step in 0..60_000u64 {
+                // Six signatures rewriting regions of 4 .. 4096 pages in
+                // turn: lifetimes ×4 apart.
+                let sig = 1 + step % 6;
+                let span = 4u64 << (2 * (sig - 1));
+                let lpn = sig * 100_000 + (step / 6) % span;
+                let w = WriteCtx {
+                    time: step,
+                    lpn,
+                    pages: 1,
+                    signature: Some(sig),
+                    ..Default::default()
+                };
+                used.insert(p.place(&w));
+            }
+            used
+        };
+        let mut c = cfg();
+        c.gc_streams = Some(2);
+        let mut p = PcStreamDual::new(6, c);
+        assert_eq!(p.streams(), 6);
+        let used = drive(&mut p);
+        assert!(used.iter().all(|&s| s < 4), "host streams {used:?}");
+        assert!(used.len() >= 3, "host streams {used:?}");
+        let mut hook = p.gc_placement().expect("a GC hook");
+        for i in 0..16 {
+            hook.collected(Some(1), 1000 * i, 1000 * i + 100);
+        }
+        assert_eq!(hook.place_gc(Some(1), 20_000, 20_050), 4, "young copy");
+        assert_eq!(hook.place_gc(Some(1), 0, 20_000), 5, "old copy");
+
+        let mut q = PcStreamDual::new(6, cfg());
+        assert!(q.gc_placement().is_none());
+        let used = drive(&mut q);
+        assert!(used.iter().any(|&s| s >= 4), "host streams {used:?}");
     }
 
     /// Files deleted at once whose blocks the file system reuses only much

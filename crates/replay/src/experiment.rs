@@ -40,9 +40,15 @@ pub struct Job<'a> {
     pub spec: DeviceSpec,
 }
 
+/// pcstream's GC streams on a device without internal streams (see
+/// `pcstream_placement::gc_age`).
+pub const DEFAULT_GC_STREAMS: u32 = 3;
+
 /// The policies' configuration on a device: `policy_cfg` with the device's
-/// stream count and, unless it names one, the device's erase block as
-/// pcstream's lifetime resolution (`MapperConfig::erase_unit_pages`).
+/// stream count and, unless it names them, the device's erase block as
+/// pcstream's lifetime resolution (`MapperConfig::erase_unit_pages`) and
+/// pcstream's GC streams ([`DEFAULT_GC_STREAMS`] without internal streams,
+/// none with).
 pub fn policy_config_for(
     spec: &DeviceSpec,
     layout: &DeviceLayout,
@@ -54,6 +60,14 @@ pub fn policy_config_for(
     };
     if cfg.pcstream.mapper.erase_unit_pages == 0 {
         cfg.pcstream.mapper.erase_unit_pages = u64::from(layout.config.geometry.pages_per_block);
+    }
+    if cfg.pcstream.gc_streams.is_none() {
+        // A device with internal streams keeps GC copies apart by itself.
+        cfg.pcstream.gc_streams = Some(if spec.internal_streams {
+            0
+        } else {
+            DEFAULT_GC_STREAMS
+        });
     }
     cfg
 }

@@ -321,3 +321,26 @@ fn clear_at_marks_restarts_policies_and_warmup_passes_are_not_counted() {
     let c = confine(&r, 1024).unwrap();
     assert_eq!((c.marks.clone(), c.run_mode), (r.marks.clone(), r.run_mode));
 }
+
+#[test]
+fn pcstream_keeps_gc_streams_only_on_a_device_without_internal_streams() {
+    let r = replay_touching(4096, &[0]);
+    let off = DeviceSpec::default();
+    let on = DeviceSpec {
+        internal_streams: true,
+        ..DeviceSpec::default()
+    };
+    let base = PolicyConfig::default();
+    let gc = |spec: &DeviceSpec, cfg: &PolicyConfig| {
+        policy_config_for(spec, &layout(&r, spec).unwrap(), cfg)
+            .pcstream
+            .gc_streams
+    };
+    assert_eq!(gc(&off, &base), Some(experiment::DEFAULT_GC_STREAMS));
+    assert_eq!(gc(&on, &base), Some(0));
+    // A configured value is kept.
+    let mut named = base.clone();
+    named.pcstream.gc_streams = Some(1);
+    assert_eq!(gc(&off, &named), Some(1));
+    assert_eq!(gc(&on, &named), Some(1));
+}
