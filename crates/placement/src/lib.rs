@@ -22,6 +22,8 @@
 
 pub mod app_hints;
 pub mod autostream;
+#[cfg(feature = "learn")]
+pub mod dual;
 pub mod env;
 #[cfg(feature = "learn")]
 pub mod gc_age;

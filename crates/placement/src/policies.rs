@@ -17,8 +17,9 @@
 
 use crate::app_hints::AppHints;
 use crate::autostream::{AutoStreamConfig, AutoStreamMq, AutoStreamSfr};
+use crate::dual::PcStreamDual;
 use crate::oracle::{Oracle, OracleConfig};
-use crate::pcstream::{PcStream, PcStreamConfig, PcStreamDual};
+use crate::pcstream::{PcStream, PcStreamConfig};
 use crate::placement::{Baseline, Placement};
 use crate::sepbit::SepBit;
 

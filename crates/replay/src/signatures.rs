@@ -24,7 +24,8 @@ use crate::experiment::{policy_config_for, Job};
 use crate::ops::WriteClass;
 use crate::pass::{drive_pass, PassEvent, PolicySlot};
 use crate::sizing::layout;
-use pcstream_placement::pcstream::{PcStream, PcStreamDual};
+use pcstream_placement::dual::PcStreamDual;
+use pcstream_placement::pcstream::PcStream;
 use pcstream_placement::placement::Placement;
 use std::collections::HashMap;
 

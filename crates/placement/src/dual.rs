@@ -1,0 +1,366 @@
+//! [`PcStreamDual`]: `pcstream` as the simulator runs it, two learners
+//! (file-keyed and LBA-keyed) over the same writes, placing with the one
+//! whose streams the device's deaths agree with, and predicting each
+//! stream's lifetime *on the device* from those deaths. Replay only: the
+//! daemon sees no LBAs and runs one file-keyed [`PcStream`].
+
+use crate::pcstream::{PcStream, PcStreamConfig};
+use crate::placement::{Placement, StreamId, WriteCtx};
+
+/// `pcstream` as the simulator runs it: two learners over the same writes,
+/// one keyed by file page (the lifetimes the shim sees: overwrites, unlinks,
+/// truncates) and one by LBA (the lifetimes the device sees: overwrites of
+/// the LBA and TRIMs), each refined the same way. Every write goes to both;
+/// it is placed by the one whose streams hold data that dies together *on
+/// the device*: for each LBA the dual policy remembers when it was written
+/// and which stream each learner chose, and when the device sees it die
+/// (overwrite or TRIM) it adds log2(lifetime) to that stream's statistics,
+/// per learner. The learner with the lower pooled within-stream variance
+/// places, re-decided every [`DECIDE_EVERY`] pages. Where the file system
+/// reuses freed blocks soon (SQLite's journal) the device's view is the
+/// sharper one; where files die whole at unrelated LBAs (RocksDB's tables)
+/// the file view is. Memory: 10 bytes per LBA below 2^28 (LBAs above are
+/// not scored).
+#[derive(Debug)]
+pub struct PcStreamDual {
+    by_file: PcStream,
+    by_lba: PcStream,
+    use_lba: bool,
+    /// Per LBA: host time of its last write (`u64::MAX` = none).
+    born: Vec<u64>,
+    /// Per LBA: the stream each learner chose for its last write.
+    chosen: Vec<[u8; 2]>,
+    /// Per learner, per stream: (pages, mean, m2) of log2 device lifetime.
+    score: [Vec<(f64, f64, f64)>; 2],
+    next_decision: u64,
+    switches: u64,
+    gc_by_age: bool,
+    /// Centroids (log2 pages) of streams `1..` of the placing learner, for
+    /// the GC hook.
+    centroids: std::sync::Arc<std::sync::Mutex<Vec<f64>>>,
+    /// Stream ids of the device (the learners get fewer with `gc_streams`).
+    streams: u32,
+    /// Stream ids kept for GC copies by age (`gc_streams`), the last ones.
+    gc_streams: u32,
+}
+
+/// [`PcStreamDual`]'s GC placement (`gc_by_age`).
+#[derive(Debug)]
+struct AgeGc {
+    centroids: std::sync::Arc<std::sync::Mutex<Vec<f64>>>,
+}
+
+impl crate::placement::GcPlacement for AgeGc {
+    fn collected(&mut self, _stream: Option<StreamId>, _opened: u64, _now: u64) {}
+
+    fn place_gc(&mut self, stream: Option<StreamId>, written: u64, now: u64) -> StreamId {
+        let c = self.centroids.lock().unwrap_or_else(|e| e.into_inner());
+        if c.is_empty() {
+            return stream.unwrap_or(0);
+        }
+        let x = (now.saturating_sub(written).max(1) as f64 * 2.0).log2();
+        // Unused streams have a NaN centroid: never nearest.
+        let mut best: Option<usize> = None;
+        for (j, v) in c.iter().enumerate() {
+            if v.is_finite() && best.is_none_or(|b| (x - v).abs() < (x - c[b]).abs()) {
+                best = Some(j);
+            }
+        }
+        best.map_or(stream.unwrap_or(0), |b| b as StreamId + 1)
+    }
+}
+
+/// Pages between two choices of [`PcStreamDual`]'s learner.
+pub const DECIDE_EVERY: u64 = 16384;
+
+/// Largest LBA scored by [`PcStreamDual`].
+const SCORED_PAGES: u64 = 1 << 28;
+
+fn by_lba_gc(p: &PcStream) -> bool {
+    p.gc_by_age
+}
+
+impl PcStreamDual {
+    /// Both learners for a device with `streams` stream ids (`cfg.key_by_lba`
+    /// is ignored: one of each).
+    pub fn new(streams: u32, cfg: PcStreamConfig) -> Self {
+        let all = streams.max(1);
+        let gc_streams = match cfg.gc_streams.unwrap_or(0) {
+            g if all > g.saturating_add(2) => g,
+            _ => 0,
+        };
+        let streams = all - gc_streams;
+        let by_file = PcStream::new(
+            streams,
+            PcStreamConfig {
+                key_by_lba: false,
+                ..cfg.clone()
+            },
+        );
+        let by_lba = PcStream::new(
+            streams,
+            PcStreamConfig {
+                key_by_lba: true,
+                ..cfg
+            },
+        );
+        let n = Placement::streams(&by_file) as usize;
+        let gc_by_age = by_lba_gc(&by_lba);
+        PcStreamDual {
+            gc_by_age,
+            streams: all,
+            gc_streams,
+            centroids: Default::default(),
+            by_file,
+            by_lba,
+            use_lba: false,
+            born: Vec::new(),
+            chosen: Vec::new(),
+            score: [vec![(0.0, 0.0, 0.0); n], vec![(0.0, 0.0, 0.0); n]],
+            next_decision: DECIDE_EVERY,
+            switches: 0,
+        }
+    }
+
+    /// Whether writes are currently placed by the LBA-keyed learner.
+    pub fn uses_lba(&self) -> bool {
+        self.use_lba
+    }
+
+    /// The learner currently placing (its mapper and lifetimes).
+    pub fn placing(&self) -> &PcStream {
+        if self.use_lba {
+            &self.by_lba
+        } else {
+            &self.by_file
+        }
+    }
+
+    /// Pooled within-stream variance of log2(device lifetime) of learner
+    /// `v` (0 = file, 1 = LBA), `None` before any death.
+    pub fn pooled_variance(&self, v: usize) -> Option<f64> {
+        let (m2, n) = self.score[v]
+            .iter()
+            .fold((0.0, 0.0), |(m, k), s| (m + s.2, k + s.0));
+        (n > 0.0).then(|| m2 / n)
+    }
+
+    /// LBA `lpn` died on the device at `now`: scores both learners' choices.
+    fn died(&mut self, lpn: u64, now: u64) {
+        let i = lpn as usize;
+        let Some(&born) = self.born.get(i) else {
+            return;
+        };
+        if born == u64::MAX {
+            return;
+        }
+        self.born[i] = u64::MAX;
+        let x = (now.saturating_sub(born).max(1) as f64).log2();
+        for v in 0..2 {
+            let s = &mut self.score[v][usize::from(self.chosen[i][v])];
+            s.0 += 1.0;
+            let d = x - s.1;
+            s.1 += d / s.0;
+            s.2 += d * (x - s.1);
+        }
+    }
+
+    fn decide(&mut self, now: u64) {
+        if now < self.next_decision {
+            return;
+        }
+        self.next_decision = now.saturating_add(DECIDE_EVERY);
+        if let (Some(f), Some(l)) = (self.pooled_variance(0), self.pooled_variance(1)) {
+            let lba = l < f;
+            if lba != self.use_lba {
+                self.use_lba = lba;
+                self.switches += 1;
+            }
+        }
+        if self.gc_by_age {
+            let p = if self.use_lba {
+                &self.by_lba
+            } else {
+                &self.by_file
+            };
+            *self.centroids.lock().unwrap_or_else(|e| e.into_inner()) =
+                p.mapper().centroids().to_vec();
+        }
+    }
+}
+
+impl Placement for PcStreamDual {
+    fn name(&self) -> &str {
+        "pcstream"
+    }
+
+    fn streams(&self) -> u32 {
+        self.streams
+    }
+
+    fn place(&mut self, w: &WriteCtx) -> StreamId {
+        let a = self.by_file.place(w);
+        let b = self.by_lba.place(w);
+        for k in 0..u64::from(w.pages) {
+            let lpn = w.lpn.saturating_add(k);
+            if lpn >= SCORED_PAGES {
+                break;
+            }
+            self.died(lpn, w.time);
+            let i = lpn as usize;
+            if i >= self.born.len() {
+                let n = (i + 1).next_power_of_two().min(SCORED_PAGES as usize);
+                self.born.resize(n, u64::MAX);
+                self.chosen.resize(n, [0, 0]);
+            }
+            self.born[i] = w.time;
+            self.chosen[i] = [a.min(255) as u8, b.min(255) as u8];
+        }
+        self.decide(w.time);
+        if self.use_lba {
+            b
+        } else {
+            a
+        }
+    }
+
+    fn trim(&mut self, lpn: u64, pages: u32, time: u64) {
+        self.by_file.trim(lpn, pages, time);
+        self.by_lba.trim(lpn, pages, time);
+        for k in 0..u64::from(pages) {
+            let p = lpn.saturating_add(k);
+            if p >= SCORED_PAGES || p as usize >= self.born.len() {
+                break;
+            }
+            self.died(p, time);
+        }
+    }
+
+    fn invalidate_file(&mut self, file: (u64, u64), first_page: u64, pages: u64, time: u64) {
+        self.by_file.invalidate_file(file, first_page, pages, time);
+        self.by_lba.invalidate_file(file, first_page, pages, time);
+    }
+
+    fn gc_placement(&mut self) -> Option<Box<dyn crate::placement::GcPlacement + Send>> {
+        if self.gc_streams > 0 {
+            return Some(Box::new(crate::gc_age::AgeClasses::new(
+                self.streams - self.gc_streams,
+                self.gc_streams,
+            )));
+        }
+        self.gc_by_age.then(|| {
+            Box::new(AgeGc {
+                centroids: std::sync::Arc::clone(&self.centroids),
+            }) as Box<dyn crate::placement::GcPlacement + Send>
+        })
+    }
+
+    fn counters(&self) -> Vec<(&'static str, u64)> {
+        let p = if self.use_lba {
+            &self.by_lba
+        } else {
+            &self.by_file
+        };
+        let mut c = p.counters();
+        c.push(("placed_by_lba", u64::from(self.use_lba)));
+        c.push(("view_switches", self.switches));
+        c
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pcstream::tests::{cfg, write};
+
+    /// With `gc_streams`, the dual keeps the last stream ids for the
+    /// device's GC copies: host writes land below them, and the GC hook
+    /// sends a copy younger than the victims' mean lifespan to the first
+    /// GC stream and an old one to the last. Without, there is no hook
+    /// and host data may use every stream.
+    #[test]
+    fn the_dual_keeps_gc_streams_for_copies_by_age() {
+        let drive = |p: &mut PcStreamDual| {
+            let mut used = std::collections::BTreeSet::new();
+            for step in 0..60_000u64 {
+                // Six signatures rewriting regions of 4 .. 4096 pages in
+                // turn: lifetimes ×4 apart.
+                let sig = 1 + step % 6;
+                let span = 4u64 << (2 * (sig - 1));
+                let lpn = sig * 100_000 + (step / 6) % span;
+                let w = WriteCtx {
+                    time: step,
+                    lpn,
+                    pages: 1,
+                    signature: Some(sig),
+                    ..Default::default()
+                };
+                used.insert(p.place(&w));
+            }
+            used
+        };
+        let mut c = cfg();
+        c.gc_streams = Some(2);
+        let mut p = PcStreamDual::new(6, c);
+        assert_eq!(p.streams(), 6);
+        let used = drive(&mut p);
+        assert!(used.iter().all(|&s| s < 4), "host streams {used:?}");
+        assert!(used.len() >= 3, "host streams {used:?}");
+        let mut hook = p.gc_placement().expect("a GC hook");
+        for i in 0..16 {
+            hook.collected(Some(1), 1000 * i, 1000 * i + 100);
+        }
+        assert_eq!(hook.place_gc(Some(1), 20_000, 20_050), 4, "young copy");
+        assert_eq!(hook.place_gc(Some(1), 0, 20_000), 5, "old copy");
+
+        let mut q = PcStreamDual::new(6, cfg());
+        assert!(q.gc_placement().is_none());
+        let used = drive(&mut q);
+        assert!(used.iter().any(|&s| s >= 4), "host streams {used:?}");
+    }
+
+    /// Files deleted at once whose blocks the file system reuses only much
+    /// later (device: long-lived), beside in-place hot and cold pages: the
+    /// file learner groups the deleted files with the hot pages (both die
+    /// young in the file view), the LBA learner with the cold ones, and the
+    /// device's deaths side with the LBA learner, which then places.
+    #[test]
+    fn the_dual_places_with_the_learner_the_device_agrees_with() {
+        let mut p = PcStreamDual::new(3, cfg());
+        let mut t = 0u64;
+        let mut x = 1u64;
+        let mut rnd = || {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            x >> 33
+        };
+        let at = |t: u64, file: u64, page: u64, lpn: u64, sig: u64| WriteCtx {
+            lpn,
+            ..write(t, file, page, sig)
+        };
+        for step in 0..120_000u64 {
+            // A: 4-page temp files, unlinked once written; next-fit LBAs
+            // over a 20000-page region.
+            let f = 1000 + step / 4;
+            p.place(&at(t, f, step % 4, 100_000 + step % 20_000, 1));
+            t += 1;
+            if step % 4 == 3 {
+                p.invalidate_file((1, f), 0, u64::MAX, t);
+            }
+            // B: 16 hot pages rewritten in place.
+            let b = rnd() % 16;
+            p.place(&at(t, 7, b, 50_000 + b, 2));
+            t += 1;
+            // C: 4096 cold pages rewritten in place.
+            let c = rnd() % 4096;
+            p.place(&at(t, 8, c, 60_000 + c, 3));
+            t += 1;
+        }
+        let (f, l) = (p.pooled_variance(0).unwrap(), p.pooled_variance(1).unwrap());
+        assert!(l < f, "device-lifetime variance: lba {l} file {f}");
+        assert!(p.uses_lba());
+        let c: std::collections::BTreeMap<_, _> = p.counters().into_iter().collect();
+        assert_eq!(c["placed_by_lba"], 1);
+    }
+}
