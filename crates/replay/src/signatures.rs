@@ -8,8 +8,11 @@
 //! The policy is the shipped `pcstream` (both learners, the one whose
 //! streams separate device lifetimes better placing), or the LBA-keyed
 //! learner alone with `key_by_lba`. Its *prediction* for a page is the
-//! lifetime of the stream it chose (that stream's k-means centroid at the
-//! end of the pass; stream ids keep their clusters across re-clusterings),
+//! lifetime of the stream it chose at the end of the pass: for the dual,
+//! the device lifetime that stream's pages had (learnt online from the
+//! device's deaths, [`PcStreamDual::device_lifetimes`]); for the LBA
+//! learner alone, the stream's k-means centroid (stream ids keep their
+//! clusters across re-clusterings),
 //! and the row's error is the median over the signature's pages of
 //! |log2 prediction − log2 device lifetime|, pages in stream 0 (nothing
 //! predicted) and pages still live at the end left out.
@@ -54,8 +57,8 @@ pub struct SignatureRow {
     /// 90th percentile device lifetime.
     pub device_lifetime_p90: Option<u64>,
     /// Median over the pages placed in a data stream of the lifetime that
-    /// stream stands for (its centroid, log2 pages): what pcstream placed
-    /// them for.
+    /// stream stands for on the device (log2 pages; see the module docs):
+    /// what pcstream placed them for.
     pub placed_for_log2: Option<f64>,
     /// Median over those pages that died within the pass of |log2 placed-for
     /// − log2 device lifetime|: 1.0 means a factor of 2 off.
@@ -83,6 +86,17 @@ impl Learner {
             Learner::One(p) => p,
         }
     }
+
+    /// What each stream `1..` (index `s − 1`) is placed for as the policy
+    /// places, log2 pages: the dual's handle on it (device lifetimes learnt
+    /// from the device's deaths, as of its latest decision); none for the
+    /// LBA learner alone (its end-of-pass centroids are used).
+    fn placed_for(&self) -> Option<std::sync::Arc<std::sync::Mutex<Vec<f64>>>> {
+        match self {
+            Learner::Dual(p) => Some(p.placed_for_handle()),
+            Learner::One(_) => None,
+        }
+    }
 }
 
 #[derive(Default)]
@@ -91,11 +105,33 @@ struct Acc {
     streams: HashMap<u32, u64>,
     /// Device lifetimes of the pages that died, per stream they went to.
     lives: HashMap<u32, Vec<u64>>,
+    /// Pages per prediction (log2 pages, in [`HIST_STEP`]s) they were placed for.
+    placed: Hist,
+    /// Dead pages per |log2 prediction − log2 device lifetime|.
+    errors: Hist,
 }
 
-fn median_f(mut v: Vec<f64>) -> Option<f64> {
-    v.sort_unstable_by(f64::total_cmp);
-    (!v.is_empty()).then(|| v[(v.len() - 1) / 2])
+/// Resolution of the medians of [`Acc`], log2 units (a 1.1% factor).
+const HIST_STEP: f64 = 1.0 / 64.0;
+
+/// Counts per value rounded to [`HIST_STEP`]: medians of per-page values
+/// without a vector per page (10⁷ pages at the paper's scale).
+#[derive(Default)]
+struct Hist(std::collections::BTreeMap<i64, u64>);
+
+impl Hist {
+    fn add(&mut self, v: f64, n: u64) {
+        *self.0.entry((v / HIST_STEP).round() as i64).or_default() += n;
+    }
+
+    fn median(&self) -> Option<f64> {
+        let half = self.0.values().sum::<u64>().div_ceil(2);
+        let mut seen = 0;
+        self.0.iter().find_map(|(&b, &n)| {
+            seen += n;
+            (seen >= half.max(1)).then_some(b as f64 * HIST_STEP)
+        })
+    }
 }
 
 fn percentile(sorted: &[u64], p: f64) -> Option<u64> {
@@ -136,6 +172,7 @@ pub fn pcstream_signatures(
     let n = r.host_pages();
     let passes = u64::from(r.run_mode.warmup_passes) + 1;
     let mut acc: HashMap<Option<u64>, Acc> = HashMap::new();
+    let live_prediction = pc.placed_for();
     for pass in 0..passes {
         let measured = pass + 1 == passes;
         let mut slot = PolicySlot {
@@ -159,8 +196,24 @@ pub fn pcstream_signatures(
                     let a = acc.entry(key).or_default();
                     a.pages += 1;
                     *a.streams.entry(stream).or_default() += 1;
-                    if let Some(d) = r.death(k) {
+                    let death = r.death(k);
+                    if let Some(d) = death {
                         a.lives.entry(stream).or_default().push(d - k);
+                    }
+                    // What the stream was placed for at this write.
+                    let pred = live_prediction.as_ref().and_then(|h| {
+                        let v = h.lock().unwrap_or_else(|e| e.into_inner());
+                        (stream as usize)
+                            .checked_sub(1)
+                            .and_then(|i| v.get(i))
+                            .copied()
+                            .filter(|c| c.is_finite())
+                    });
+                    if let Some(c) = pred {
+                        a.placed.add(c, 1);
+                        if let Some(d) = death {
+                            a.errors.add((c - ((d - k).max(1) as f64).log2()).abs(), 1);
+                        }
                     }
                 }
             }
@@ -169,7 +222,8 @@ pub fn pcstream_signatures(
     }
     let placing = pc.placing();
     let centroids = placing.mapper().centroids();
-    // The lifetime (log2 pages) stream `s` stands for; none for stream 0.
+    // The lifetime (log2 pages) stream `s` stands for at the end (the LBA
+    // learner alone); none for stream 0.
     let centroid = |s: u32| {
         (s as usize)
             .checked_sub(1)
@@ -179,31 +233,27 @@ pub fn pcstream_signatures(
     };
     let mut rows: Vec<SignatureRow> = acc
         .into_iter()
-        .map(|(signature, a)| {
-            let mut errors = Vec::new();
+        .map(|(signature, mut a)| {
             let mut lives = Vec::new();
             for (&s, l) in &a.lives {
-                if let Some(c) = centroid(s) {
-                    errors.extend(l.iter().map(|&v| (c - (v.max(1) as f64).log2()).abs()));
+                if live_prediction.is_none() {
+                    if let Some(c) = centroid(s) {
+                        for &v in l {
+                            a.errors.add((c - (v.max(1) as f64).log2()).abs(), 1);
+                        }
+                    }
                 }
                 lives.extend_from_slice(l);
             }
             lives.sort_unstable();
-            let mut placed: Vec<(f64, u64)> = a
-                .streams
-                .iter()
-                .filter_map(|(&s, &n)| centroid(s).map(|c| (c, n)))
-                .collect();
-            placed.sort_unstable_by(|x, y| x.0.total_cmp(&y.0));
-            let half = placed.iter().map(|p| p.1).sum::<u64>().div_ceil(2);
-            let placed_for_log2 = placed
-                .iter()
-                .scan(0u64, |seen, p| {
-                    *seen += p.1;
-                    Some((*seen, p.0))
-                })
-                .find(|(seen, _)| *seen >= half.max(1))
-                .map(|(_, c)| c);
+            if live_prediction.is_none() {
+                for (&s, &n) in &a.streams {
+                    if let Some(c) = centroid(s) {
+                        a.placed.add(c, n);
+                    }
+                }
+            }
+            let placed_for_log2 = a.placed.median();
             let mut streams: Vec<(u32, u64)> = a.streams.into_iter().collect();
             streams.sort_unstable_by(|x, y| y.1.cmp(&x.1).then(x.0.cmp(&y.0)));
             let st = signature.and_then(|s| placing.lifetimes().sig(s));
@@ -218,7 +268,7 @@ pub fn pcstream_signatures(
                 device_lifetime_p50: percentile(&lives, 0.5),
                 device_lifetime_p90: percentile(&lives, 0.9),
                 placed_for_log2,
-                error_log2_p50: median_f(errors),
+                error_log2_p50: a.errors.median(),
             }
         })
         .collect();
