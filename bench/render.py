@@ -245,9 +245,10 @@ def signature_section(w, cmp, names):
         return
     w("## What pcstream learns against what the device sees\n")
     w("pcstream's placement of each workload's heaviest signatures (first recording, main setting, internal "
-      "streams off; `compare --signatures 6`). *placed for*: the lifetime of the streams pcstream put the "
-      "signature's pages in (the median over its pages of its stream's k-means centroid, in host pages "
-      "written); *device*: the lifetimes those pages had on the device in the measured pass (p10 / p50 / p90); "
+      "streams off; `compare --signatures 6`). *placed for*: the lifetime pcstream predicted for the "
+      "signature's pages on the device (per page, what the stream it chose stood for when the page was "
+      "written: the recent median device lifetime of that stream's pages, learnt online from the device's "
+      "deaths; the median over its pages, in host pages written); *device*: the lifetimes those pages had on the device in the measured pass (p10 / p50 / p90); "
       "*error*: the median over its pages of the factor between the two (1× is exact; pages left in stream 0 "
       "or still live at the end are not counted); *streams*: where its pages went (share of the signature's "
       "pages). A signature whose data spans lifetimes is split over streams by the refinements of "
@@ -270,17 +271,25 @@ def signature_section(w, cmp, names):
               f"{human_pages(p50)} / {human_pages(p90)} | {err} | {st} |")
     w("")
     heavy = []
-    for n, t in rows:
-        host = max(1, t["host_pages"])
-        for r in t["signatures"]:
-            if r["signature"] is not None and r["pages"] >= 0.05 * host and r.get("error_log2_p50") is not None:
-                heavy.append((n, r["signature"], 2 ** r["error_log2_p50"]))
+    recs = 0
+    for n in names:
+        for i, t in enumerate(cmp.by.get(n) or []):
+            if not t.get("signatures"):
+                continue
+            recs += 1
+            host = max(1, t["host_pages"])
+            for r in t["signatures"]:
+                if r["signature"] is not None and r["pages"] >= 0.05 * host and r.get("error_log2_p50") is not None:
+                    heavy.append((n, i + 1, r["signature"], 2 ** r["error_log2_p50"]))
     if heavy:
-        worst = max(heavy, key=lambda h: h[2])
-        within = sum(1 for h in heavy if h[2] <= 2.0)
-        w(f"Heavy signatures (≥ 5% of a workload's pages): {within} of {len(heavy)} placed within a factor of 2 "
-          f"of their pages' device lifetimes (median per page); the worst is `{worst[1]:016x}` on {worst[0]} "
-          f"({worst[2]:.1f}×).\n")
+        worst = max(heavy, key=lambda h: h[3])
+        within2 = sum(1 for h in heavy if h[3] <= 2.0)
+        within4 = sum(1 for h in heavy if h[3] <= 4.0)
+        errs = sorted(h[3] for h in heavy)
+        w(f"Heavy signatures (≥ 5% of a recording's pages), over all {recs} recordings: {within2} of {len(heavy)} "
+          f"placed within a factor of 2 of their pages' device lifetimes (median per page), {within4} within 4; "
+          f"median {errs[(len(errs) - 1) // 2]:.1f}×; the worst is `{worst[2]:016x}` on {worst[0]} "
+          f"(recording {worst[1]}, {worst[3]:.1f}×).\n")
 
 
 def main() -> int:
