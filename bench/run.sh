@@ -115,7 +115,7 @@ touch "$out/record-times.tsv"
 device_size() {
   # --paper: the RocksDB workloads on the paper's 12 GiB emulator device
   # (db_bench UR took 12 min 56 s to record here at load ≈ 10).
-  # SQLite at the paper's scale: ≈ 1.25× its footprint (≈ 250 MiB alone,
+  # SQLite at the paper's scale: ≈ 1.2–1.3× its footprint (≈ 250 MiB alone,
   # ≈ 335 MiB beside the gcc rounds; ext4's journal and metadata take the
   # rest; on 1 GiB the same run leaves GC idle).
   if [ $scale = paper ]; then
