@@ -52,7 +52,7 @@ pub struct PcStreamDual {
     gc_by_age: bool,
     /// [`PcStreamDual::placed_for`] as of the latest decision (the GC hook
     /// and [`PcStreamDual::placed_for_handle`] read it).
-    centroids: std::sync::Arc<std::sync::Mutex<Vec<f64>>>,
+    placed_for_now: std::sync::Arc<std::sync::Mutex<Vec<f64>>>,
     /// Stream ids of the device (the learners get fewer with `gc_streams`).
     streams: u32,
     /// Stream ids kept for GC copies by age (`gc_streams`), the last ones.
@@ -62,19 +62,21 @@ pub struct PcStreamDual {
 /// [`PcStreamDual`]'s GC placement (`gc_by_age`).
 #[derive(Debug)]
 struct AgeGc {
-    centroids: std::sync::Arc<std::sync::Mutex<Vec<f64>>>,
+    /// What each stream `1..` stands for, log2 pages (the dual's
+    /// `placed_for_now`).
+    placed_for: std::sync::Arc<std::sync::Mutex<Vec<f64>>>,
 }
 
 impl crate::placement::GcPlacement for AgeGc {
     fn collected(&mut self, _stream: Option<StreamId>, _opened: u64, _now: u64) {}
 
     fn place_gc(&mut self, stream: Option<StreamId>, written: u64, now: u64) -> StreamId {
-        let c = self.centroids.lock().unwrap_or_else(|e| e.into_inner());
+        let c = self.placed_for.lock().unwrap_or_else(|e| e.into_inner());
         if c.is_empty() {
             return stream.unwrap_or(0);
         }
         let x = (now.saturating_sub(written).max(1) as f64 * 2.0).log2();
-        // Unused streams have a NaN centroid: never nearest.
+        // Unused streams stand for NaN: never nearest.
         let mut best: Option<usize> = None;
         for (j, v) in c.iter().enumerate() {
             if v.is_finite() && best.is_none_or(|b| (x - v).abs() < (x - c[b]).abs()) {
@@ -151,15 +153,12 @@ impl DeviceLives {
 /// Largest LBA scored by [`PcStreamDual`].
 const SCORED_PAGES: u64 = 1 << 28;
 
-fn by_lba_gc(p: &PcStream) -> bool {
-    p.gc_by_age
-}
-
 impl PcStreamDual {
     /// Both learners for a device with `streams` stream ids (`cfg.key_by_lba`
     /// is ignored: one of each).
     pub fn new(streams: u32, cfg: PcStreamConfig) -> Self {
         let all = streams.max(1);
+        let gc_by_age = cfg.gc_by_age;
         let gc_streams = match cfg.gc_streams.unwrap_or(0) {
             g if all > g.saturating_add(2) => g,
             _ => 0,
@@ -180,12 +179,11 @@ impl PcStreamDual {
             },
         );
         let n = Placement::streams(&by_file) as usize;
-        let gc_by_age = by_lba_gc(&by_lba);
         PcStreamDual {
             gc_by_age,
             streams: all,
             gc_streams,
-            centroids: Default::default(),
+            placed_for_now: Default::default(),
             by_file,
             by_lba,
             use_lba: false,
@@ -233,12 +231,13 @@ impl PcStreamDual {
         self.born[i] = u64::MAX;
         let x = (now.saturating_sub(born).max(1) as f64).log2();
         for v in 0..2 {
-            let s = &mut self.score[v][usize::from(self.chosen[i][v])];
+            let j = usize::from(self.chosen[i][v]);
+            let s = &mut self.score[v][j];
             s.0 += 1.0;
             let d = x - s.1;
             s.1 += d / s.0;
             s.2 += d * (x - s.1);
-            self.device[v][usize::from(self.chosen[i][v])].add(x);
+            self.device[v][j].add(x);
         }
     }
 
@@ -267,7 +266,10 @@ impl PcStreamDual {
             }
         }
         let now_for = self.placed_for();
-        *self.centroids.lock().unwrap_or_else(|e| e.into_inner()) = now_for;
+        *self
+            .placed_for_now
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = now_for;
     }
 
     /// What each stream `1..` (index `s − 1`) is placed for now, log2
@@ -293,7 +295,7 @@ impl PcStreamDual {
     /// readers that cannot borrow the policy while it places (the GC hook,
     /// the replay's per-signature report).
     pub fn placed_for_handle(&self) -> std::sync::Arc<std::sync::Mutex<Vec<f64>>> {
-        std::sync::Arc::clone(&self.centroids)
+        std::sync::Arc::clone(&self.placed_for_now)
     }
 }
 
@@ -358,18 +360,13 @@ impl Placement for PcStreamDual {
         }
         self.gc_by_age.then(|| {
             Box::new(AgeGc {
-                centroids: std::sync::Arc::clone(&self.centroids),
+                placed_for: std::sync::Arc::clone(&self.placed_for_now),
             }) as Box<dyn crate::placement::GcPlacement + Send>
         })
     }
 
     fn counters(&self) -> Vec<(&'static str, u64)> {
-        let p = if self.use_lba {
-            &self.by_lba
-        } else {
-            &self.by_file
-        };
-        let mut c = p.counters();
+        let mut c = self.placing().counters();
         c.push(("placed_by_lba", u64::from(self.use_lba)));
         c.push(("view_switches", self.switches));
         c

@@ -18,9 +18,10 @@
 //! was only ever appended goes to the stream of the key that appended most
 //! of it (file affinity: the file dies whole); `pcstream-paper`
 //! ([`PcStream::paper`]) is the paper's algorithm without them. What the
-//! simulator runs as `pcstream` is [`PcStreamDual`](crate::dual::PcStreamDual): one learner keyed by
-//! file page and one by LBA, placing with the one whose streams the
-//! device's deaths agree with.
+//! simulator runs as `pcstream` is
+//! [`PcStreamDual`](crate::dual::PcStreamDual): one learner keyed by file
+//! page and one by LBA, placing with the one whose streams the device's
+//! deaths agree with.
 //!
 //! This is the same code the daemon runs online; the signature table survives
 //! restarts through [`PcStream::export_sigs`] / [`PcStream::import_sigs`].
@@ -83,9 +84,9 @@ pub struct RefineConfig {
     /// relative to the average written address's, in log2 buckets
     /// ([`WriteCounts::relative_bucket`]): one key per (signature,
     /// bucket); first writes keep the bare key. The LBA-keyed learner
-    /// only (`key_by_lba`): in [`PcStreamDual`](crate::dual::PcStreamDual) the file learner, which
-    /// keys writes without a file by LBA too, goes without, and the
-    /// device's deaths decide between them. Default true.
+    /// only (`key_by_lba`): in [`PcStreamDual`](crate::dual::PcStreamDual)
+    /// the file learner, which keys writes without a file by LBA too, goes
+    /// without, and the device's deaths decide between them. Default true.
     pub lba_writes: bool,
 }
 
@@ -148,7 +149,6 @@ pub struct PcStream {
     streams: u32,
     key_by_lba: bool,
     refine: RefineConfig,
-    pub(crate) gc_by_age: bool,
     /// PC signatures that were refined, and the refined keys (reports
     /// count signatures, not keys).
     signatures: std::collections::HashSet<u64>,
@@ -171,7 +171,6 @@ impl PcStream {
             streams,
             key_by_lba: cfg.key_by_lba,
             refine: cfg.refine.clone(),
-            gc_by_age: cfg.gc_by_age,
             signatures: Default::default(),
             refined: Default::default(),
             file_keys: Default::default(),

@@ -8,12 +8,12 @@
 //! The policy is the shipped `pcstream` (both learners, the one whose
 //! streams separate device lifetimes better placing), or the LBA-keyed
 //! learner alone with `key_by_lba`. Its *prediction* for a page is the
-//! lifetime of the stream it chose at the end of the pass: for the dual,
-//! the device lifetime that stream's pages had (learnt online from the
-//! device's deaths, [`PcStreamDual::device_lifetimes`]); for the LBA
-//! learner alone, the stream's k-means centroid (stream ids keep their
-//! clusters across re-clusterings),
-//! and the row's error is the median over the signature's pages of
+//! lifetime of the stream it chose: for the dual, what that stream stood
+//! for when the page was written (the device lifetime of the stream's
+//! recent pages, learnt online from the device's deaths,
+//! [`PcStreamDual::placed_for`]); for the LBA learner alone, the stream's
+//! k-means centroid at the end of the pass (stream ids keep their clusters
+//! across re-clusterings). The row's error is the median over the signature's pages of
 //! |log2 prediction − log2 device lifetime|, pages in stream 0 (nothing
 //! predicted) and pages still live at the end left out.
 //!
@@ -134,6 +134,31 @@ impl Hist {
     }
 }
 
+/// What stream `s` stands for in `v` (index `s − 1`, log2 pages); none
+/// for stream 0 or a stream without a finite value.
+fn stands_for(v: &[f64], s: u32) -> Option<f64> {
+    (s as usize)
+        .checked_sub(1)
+        .and_then(|i| v.get(i))
+        .copied()
+        .filter(|c| c.is_finite())
+}
+
+/// `pages` pages placed for `pred` (log2 pages), of which those in `lives`
+/// died on the device after that many host pages.
+fn score(
+    placed: &mut Hist,
+    errors: &mut Hist,
+    pred: f64,
+    pages: u64,
+    lives: impl IntoIterator<Item = u64>,
+) {
+    placed.add(pred, pages);
+    for v in lives {
+        errors.add((pred - (v.max(1) as f64).log2()).abs(), 1);
+    }
+}
+
 fn percentile(sorted: &[u64], p: f64) -> Option<u64> {
     if sorted.is_empty() {
         return None;
@@ -202,18 +227,10 @@ pub fn pcstream_signatures(
                     }
                     // What the stream was placed for at this write.
                     let pred = live_prediction.as_ref().and_then(|h| {
-                        let v = h.lock().unwrap_or_else(|e| e.into_inner());
-                        (stream as usize)
-                            .checked_sub(1)
-                            .and_then(|i| v.get(i))
-                            .copied()
-                            .filter(|c| c.is_finite())
+                        stands_for(&h.lock().unwrap_or_else(|e| e.into_inner()), stream)
                     });
                     if let Some(c) = pred {
-                        a.placed.add(c, 1);
-                        if let Some(d) = death {
-                            a.errors.add((c - ((d - k).max(1) as f64).log2()).abs(), 1);
-                        }
+                        score(&mut a.placed, &mut a.errors, c, 1, death.map(|d| d - k));
                     }
                 }
             }
@@ -221,38 +238,21 @@ pub fn pcstream_signatures(
         })?;
     }
     let placing = pc.placing();
+    // What the streams stand for at the end (the LBA learner alone).
     let centroids = placing.mapper().centroids();
-    // The lifetime (log2 pages) stream `s` stands for at the end (the LBA
-    // learner alone); none for stream 0.
-    let centroid = |s: u32| {
-        (s as usize)
-            .checked_sub(1)
-            .and_then(|i| centroids.get(i))
-            .copied()
-            .filter(|c| c.is_finite())
-    };
     let mut rows: Vec<SignatureRow> = acc
         .into_iter()
         .map(|(signature, mut a)| {
-            let mut lives = Vec::new();
-            for (&s, l) in &a.lives {
-                if live_prediction.is_none() {
-                    if let Some(c) = centroid(s) {
-                        for &v in l {
-                            a.errors.add((c - (v.max(1) as f64).log2()).abs(), 1);
-                        }
-                    }
-                }
-                lives.extend_from_slice(l);
-            }
-            lives.sort_unstable();
             if live_prediction.is_none() {
                 for (&s, &n) in &a.streams {
-                    if let Some(c) = centroid(s) {
-                        a.placed.add(c, n);
+                    if let Some(c) = stands_for(centroids, s) {
+                        let l = a.lives.get(&s).into_iter().flatten().copied();
+                        score(&mut a.placed, &mut a.errors, c, n, l);
                     }
                 }
             }
+            let mut lives: Vec<u64> = a.lives.values().flatten().copied().collect();
+            lives.sort_unstable();
             let placed_for_log2 = a.placed.median();
             let mut streams: Vec<(u32, u64)> = a.streams.into_iter().collect();
             streams.sort_unstable_by(|x, y| y.1.cmp(&x.1).then(x.0.cmp(&y.0)));
