@@ -124,6 +124,16 @@ def best_other(cmp, wl, internal):
     return min(got)[::-1] if got else (None, None)
 
 
+def mean_excess(cmp, names, internal):
+    """Mean WAF − 1 over `names`, per policy (pcstream and OTHERS) that ran on every one of them."""
+    d = {}
+    for q in ["pcstream"] + OTHERS:
+        vs = [wafm(cmp, n, q, internal) for n in names]
+        if vs and all(v is not None for v in vs):
+            d[q] = mean(v - 1 for v in vs)
+    return d
+
+
 def pct_range(vs):
     """'24%–28%', or one figure when the range rounds to it."""
     lo, hi = f"{min(vs):.0%}", f"{max(vs):.0%}"
@@ -231,11 +241,7 @@ def acceptance_section(w, cmp, names, paper):
     w("|---|" + "---|" * (len(OTHERS) + 3))
     missed = []
     for internal in (False, True):
-        d = {}
-        for q in ["pcstream"] + OTHERS:
-            vs = [wafm(cmp, n, q, internal) for n in names]
-            if all(v is not None for v in vs) and vs:
-                d[q] = mean(v - 1 for v in vs)
+        d = mean_excess(cmp, names, internal)
         others = [d[q] for q in OTHERS if q in d]
         if "pcstream" not in d or not others:
             continue
@@ -256,12 +262,7 @@ def acceptance_section(w, cmp, names, paper):
         if not rows:
             continue
         e, n, p, v = max(rows)
-        ns = [m for m in names if m != n]
-        d = {}
-        for x in ["pcstream"] + OTHERS:
-            vs = [wafm(cmp, m, x, internal) for m in ns]
-            if vs and all(u is not None for u in vs):
-                d[x] = mean(u - 1 for u in vs)
+        d = mean_excess(cmp, [m for m in names if m != n], internal)
         others = [d[x] for x in OTHERS if x in d]
         tail = ""
         if "pcstream" in d and others:
@@ -271,7 +272,8 @@ def acceptance_section(w, cmp, names, paper):
           f"against {ref} {f3(v)} (the bar's policy; the oracle {f3(wafm(cmp, n, 'oracle', internal))}), so its "
           f"GC copies per host page are {(p - 1) / max(1e-9, v - 1):.0%} of {ref}'s, where the bar asks for 50%."
           f"{tail} Its per-stream lifetimes and GC copies are in compare.json (`per_stream`); docs/placement.md "
-          "(\"Where SQLite + gcc's GC copies come from\") has the measured reason and what was tried.\n")
+          "records the measured reasons and what was tried (mixed-sqlite-gcc: \"Where SQLite + gcc's GC copies "
+          "come from\").\n")
 
 
 def signature_section(w, cmp, names):

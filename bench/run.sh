@@ -83,7 +83,7 @@ ctl=$target/release/pcstreamctl
 # gcc code base (gen_cbase.py): FILES FUNCS TYPES TREE_MIB.
 # SQLite TPC-C-like (gen_tpcc.py): WAREHOUSES TRANSACTIONS. At the paper's
 # scale: a ≈ 250 MB database rewritten ≈ 13× (3.3 GB reach the device,
-# 3 min per recording here).
+# 1.5–4.5 min per recording here).
 if [ $scale = quick ]; then
   files=(12 4 10 0) warehouses=1 txns=300
 elif [ $scale = paper ]; then
