@@ -253,6 +253,7 @@ impl Config {
                 refine: pcstream_placement::pcstream::RefineConfig::none(),
                 gc_by_age: false,
                 gc_streams: None,
+                gc_age_only: false,
             },
             share_between_users: self.share_between_users,
             max_signatures: self.max_signatures,

@@ -4,6 +4,7 @@
 //! stream's lifetime *on the device* from those deaths. Replay only: the
 //! daemon sees no LBAs and runs one file-keyed [`PcStream`].
 
+use crate::gc_age::{AgeClasses, WriteRates};
 use crate::pcstream::{PcStream, PcStreamConfig};
 use crate::placement::{Placement, StreamId, WriteCtx};
 
@@ -57,6 +58,9 @@ pub struct PcStreamDual {
     streams: u32,
     /// Stream ids kept for GC copies by age (`gc_streams`), the last ones.
     gc_streams: u32,
+    /// Per LBA, its write interval, for the GC hook (`gc_streams` without
+    /// `gc_age_only`).
+    rates: Option<std::sync::Arc<std::sync::Mutex<WriteRates>>>,
 }
 
 /// [`PcStreamDual`]'s GC placement (`gc_by_age`).
@@ -70,7 +74,13 @@ struct AgeGc {
 impl crate::placement::GcPlacement for AgeGc {
     fn collected(&mut self, _stream: Option<StreamId>, _opened: u64, _now: u64) {}
 
-    fn place_gc(&mut self, stream: Option<StreamId>, written: u64, now: u64) -> StreamId {
+    fn place_gc(
+        &mut self,
+        stream: Option<StreamId>,
+        _lpn: u64,
+        written: u64,
+        now: u64,
+    ) -> StreamId {
         let c = self.placed_for.lock().unwrap_or_else(|e| e.into_inner());
         if c.is_empty() {
             return stream.unwrap_or(0);
@@ -164,6 +174,7 @@ impl PcStreamDual {
             _ => 0,
         };
         let streams = all - gc_streams;
+        let rates = (gc_streams > 0 && !cfg.gc_age_only).then(Default::default);
         let by_file = PcStream::new(
             streams,
             PcStreamConfig {
@@ -193,6 +204,7 @@ impl PcStreamDual {
             device: [vec![DeviceLives::new(); n], vec![DeviceLives::new(); n]],
             next_decision: DECIDE_EVERY,
             switches: 0,
+            rates,
         }
     }
 
@@ -326,6 +338,11 @@ impl Placement for PcStreamDual {
             self.born[i] = w.time;
             self.chosen[i] = [a.min(255) as u8, b.min(255) as u8];
         }
+        if let Some(r) = &self.rates {
+            r.lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .wrote(w.lpn, w.pages, w.time);
+        }
         self.decide(w.time);
         if self.use_lba {
             b
@@ -353,10 +370,11 @@ impl Placement for PcStreamDual {
 
     fn gc_placement(&mut self) -> Option<Box<dyn crate::placement::GcPlacement + Send>> {
         if self.gc_streams > 0 {
-            return Some(Box::new(crate::gc_age::AgeClasses::new(
-                self.streams - self.gc_streams,
-                self.gc_streams,
-            )));
+            let ages = AgeClasses::new(self.streams - self.gc_streams, self.gc_streams);
+            return Some(Box::new(match &self.rates {
+                Some(r) => ages.with_rates(std::sync::Arc::clone(r)),
+                None => ages,
+            }));
         }
         self.gc_by_age.then(|| {
             Box::new(AgeGc {
@@ -415,8 +433,24 @@ mod tests {
         for i in 0..16 {
             hook.collected(Some(1), 1000 * i, 1000 * i + 100);
         }
-        assert_eq!(hook.place_gc(Some(1), 20_000, 20_050), 4, "young copy");
-        assert_eq!(hook.place_gc(Some(1), 0, 20_000), 5, "old copy");
+        // By age alone (an address never written).
+        assert_eq!(hook.place_gc(Some(1), 7, 59_990, 60_000), 4, "young copy");
+        assert_eq!(hook.place_gc(Some(1), 7, 0, 60_000), 5, "old copy");
+        // And by the address's write interval: `drive` rewrote LBA 100_000
+        // every 24 pages, LBA 600_000 every 24576.
+        assert_eq!(hook.place_gc(Some(1), 100_000, 59_990, 60_000), 4);
+        assert_eq!(hook.place_gc(Some(1), 100_000, 0, 60_000), 5);
+        assert_eq!(hook.place_gc(Some(1), 600_000, 59_990, 60_000), 5);
+        let mut c = cfg();
+        c.gc_streams = Some(2);
+        c.gc_age_only = true;
+        let mut by_age = PcStreamDual::new(6, c);
+        drive(&mut by_age);
+        let mut hook = by_age.gc_placement().expect("a GC hook");
+        for i in 0..16 {
+            hook.collected(Some(1), 1000 * i, 1000 * i + 100);
+        }
+        assert_eq!(hook.place_gc(Some(1), 600_000, 59_990, 60_000), 4);
 
         let mut q = PcStreamDual::new(6, cfg());
         assert!(q.gc_placement().is_none());

@@ -453,6 +453,7 @@ mod tests {
                 refine: crate::pcstream::RefineConfig::none(),
                 gc_by_age: false,
                 gc_streams: None,
+                gc_age_only: false,
             },
             share_between_users: share,
             max_signatures: 1000,

@@ -56,6 +56,10 @@ pub struct PcStreamConfig {
     /// `Some(0)` leaves GC copies to the device. Ignored when fewer than
     /// two data streams would be left. Default `None`.
     pub gc_streams: Option<u32>,
+    /// With `gc_streams`: place a GC copy by its age alone (SepBIT's
+    /// estimate), not by the larger of its age and its address's write
+    /// interval ([`crate::gc_age::WriteRates`]). Default false.
+    pub gc_age_only: bool,
 }
 
 /// Which online signals refine a PC signature into the key a write is
@@ -374,6 +378,7 @@ pub(crate) mod tests {
             refine: RefineConfig::default(),
             gc_by_age: false,
             gc_streams: None,
+            gc_age_only: false,
         }
     }
 

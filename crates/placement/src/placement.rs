@@ -79,8 +79,9 @@ pub trait GcPlacement {
     fn collected(&mut self, stream: Option<StreamId>, opened: u64, now: u64);
 
     /// The external stream a valid page of that victim is copied into; the
-    /// page was last written by the host at `written`.
-    fn place_gc(&mut self, stream: Option<StreamId>, written: u64, now: u64) -> StreamId;
+    /// page holds logical page `lpn` (the same address space as
+    /// [`WriteCtx::lpn`]), last written by the host at `written`.
+    fn place_gc(&mut self, stream: Option<StreamId>, lpn: u64, written: u64, now: u64) -> StreamId;
 }
 
 /// Everything in one stream: what a conventional SSD does.

@@ -236,7 +236,13 @@ impl GcPlacement for SepBitGc {
         self.shared.ell.store(avg.max(1), Ordering::Relaxed);
     }
 
-    fn place_gc(&mut self, stream: Option<StreamId>, written: u64, now: u64) -> StreamId {
+    fn place_gc(
+        &mut self,
+        stream: Option<StreamId>,
+        _lpn: u64,
+        written: u64,
+        now: u64,
+    ) -> StreamId {
         let ell = match self.shared.ell.load(Ordering::Relaxed) {
             u64::MAX => None,
             v => Some(v),
@@ -293,14 +299,14 @@ mod tests {
         g.collected(Some(1), 0, 100);
         assert_eq!(p.ell(), Some(100));
         // Out of a class-1 segment: class 3, whatever the age.
-        assert_eq!(g.place_gc(Some(1), 0, 10_000), 3);
+        assert_eq!(g.place_gc(Some(1), 0, 0, 10_000), 3);
         // Out of class 2: young → 4, older → 5, old → 6.
-        assert_eq!(g.place_gc(Some(2), 9_950, 10_000), 4);
-        assert_eq!(g.place_gc(Some(2), 9_000, 10_000), 5);
-        assert_eq!(g.place_gc(Some(2), 0, 10_000), 6);
+        assert_eq!(g.place_gc(Some(2), 0, 9_950, 10_000), 4);
+        assert_eq!(g.place_gc(Some(2), 0, 9_000, 10_000), 5);
+        assert_eq!(g.place_gc(Some(2), 0, 0, 10_000), 6);
         // Re-collected GC data (class 6) stays by age.
-        assert_eq!(g.place_gc(Some(6), 0, 10_000), 6);
-        assert_eq!(g.place_gc(None, 9_990, 10_000), 4);
+        assert_eq!(g.place_gc(Some(6), 0, 0, 10_000), 6);
+        assert_eq!(g.place_gc(None, 0, 9_990, 10_000), 4);
     }
 
     #[test]

@@ -721,7 +721,7 @@ impl Ssd {
             let age = (now as u32).wrapping_sub(self.wtime[lpn as usize]);
             let written = now.saturating_sub(u64::from(age));
             let s = match self.gc_hook.as_mut() {
-                Some(h) => h.0.place_gc(from, written, now),
+                Some(h) => h.0.place_gc(from, u64::from(lpn), written, now),
                 None => 0,
             }
             .min(self.streams - 1) as usize;

@@ -428,7 +428,13 @@ impl pcstream_placement::GcPlacement for AgeHook {
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     }
 
-    fn place_gc(&mut self, _stream: Option<StreamId>, written: u64, now: u64) -> StreamId {
+    fn place_gc(
+        &mut self,
+        _stream: Option<StreamId>,
+        _lpn: u64,
+        written: u64,
+        now: u64,
+    ) -> StreamId {
         assert!(written <= now);
         if now - written >= self.old {
             2
