@@ -4,9 +4,10 @@
 //! stream's lifetime *on the device* from those deaths. Replay only: the
 //! daemon sees no LBAs and runs one file-keyed [`PcStream`].
 
-use crate::gc_age::{AgeClasses, WriteRates};
+use crate::gc_age::AgeClasses;
 use crate::pcstream::{PcStream, PcStreamConfig};
 use crate::placement::{Placement, StreamId, WriteCtx};
+use crate::write_count::WriteCounts;
 
 /// `pcstream` as the simulator runs it: two learners over the same writes,
 /// one keyed by file page (the lifetimes the shim sees: overwrites, unlinks,
@@ -34,7 +35,8 @@ use crate::placement::{Placement, StreamId, WriteCtx};
 /// setting being placed for: with TRIM a deleted file's pages die with it,
 /// without they die when the file system reuses their blocks.
 ///
-/// Memory: 10 bytes per LBA below 2^28 (LBAs above are not scored).
+/// Memory: 10 bytes per LBA below 2^28 (LBAs above are not scored), and
+/// 12 more for the GC hook's write intervals (`gc_streams`).
 #[derive(Debug)]
 pub struct PcStreamDual {
     by_file: PcStream,
@@ -60,7 +62,7 @@ pub struct PcStreamDual {
     gc_streams: u32,
     /// Per LBA, its write interval, for the GC hook (`gc_streams` without
     /// `gc_age_only`).
-    rates: Option<std::sync::Arc<std::sync::Mutex<WriteRates>>>,
+    rates: Option<std::sync::Arc<std::sync::Mutex<WriteCounts>>>,
 }
 
 /// [`PcStreamDual`]'s GC placement (`gc_by_age`).
@@ -341,7 +343,7 @@ impl Placement for PcStreamDual {
         if let Some(r) = &self.rates {
             r.lock()
                 .unwrap_or_else(|e| e.into_inner())
-                .wrote(w.lpn, w.pages, w.time);
+                .bump(w.lpn, u64::from(w.pages), w.time);
         }
         self.decide(w.time);
         if self.use_lba {

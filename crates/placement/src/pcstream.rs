@@ -58,7 +58,7 @@ pub struct PcStreamConfig {
     pub gc_streams: Option<u32>,
     /// With `gc_streams`: place a GC copy by its age alone (SepBIT's
     /// estimate), not by the larger of its age and its address's write
-    /// interval ([`crate::gc_age::WriteRates`]). Default false.
+    /// interval ([`WriteCounts::interval`]). Default false.
     pub gc_age_only: bool,
 }
 
@@ -84,9 +84,9 @@ pub struct RefineConfig {
     /// (an SST's data blocks, index and footer) die together when the file
     /// dies. Learning stays per key. Default true.
     pub file_affinity: bool,
-    /// The number of times the written address was written before,
-    /// relative to the average written address's, in log2 buckets
-    /// ([`WriteCounts::relative_bucket`]): one key per (signature,
+    /// The written address's write interval (host pages per write since
+    /// its first write: the mean of its lifetimes so far), in log2 buckets
+    /// ([`WriteCounts::interval_bucket`]): one key per (signature,
     /// bucket); first writes keep the bare key. The LBA-keyed learner
     /// only (`key_by_lba`): in [`PcStreamDual`](crate::dual::PcStreamDual)
     /// the file learner, which keys writes without a file by LBA too, goes
@@ -217,9 +217,9 @@ impl PcStream {
             }
         }
         if self.refine.lba_writes && self.key_by_lba {
-            let b = self.counts.relative_bucket(first);
+            let b = self.counts.interval_bucket(first, w.time);
             if b > 0 {
-                key = refine_key(key, 0x2_0000 | b);
+                key = refine_key(key, 0x3_0000 | b);
             }
         }
         (key, born.is_some())
@@ -309,7 +309,7 @@ impl Placement for PcStream {
         }
         let pages = u64::from(w.pages);
         if self.refine.lba_writes && self.key_by_lba {
-            self.counts.bump(first, pages);
+            self.counts.bump(first, pages, w.time);
         }
         self.lm.write(space, first, pages, key, w.time);
         self.mapper
