@@ -642,8 +642,9 @@ def main() -> int:
       "that are rewritten within seconds and pages that stay for the whole run, so a per-PC stream alone cannot "
       "separate them, while AutoStream's per-address temperature can. The paper reports the same tendency "
       "(\"AutoStream works poorly except for SQLite\"). pcstream splits that code path's writes by the "
-      "address's previous lifetime and write count (LBA learner) and, without internal streams, places GC "
-      f"copies by age (docs/placement.md). Main setting, internal streams off / on: {sq_txt}. The oracle "
+      "address's previous lifetime and write interval (host pages per write since its first write; LBA "
+      "learner) and, without internal streams, places GC copies by the larger of their age and that interval "
+      f"(docs/placement.md). Main setting, internal streams off / on: {sq_txt}. The oracle "
       "(1.000) shows how much placement could still gain there.")
     w("- gcc: the build (96 units, 30 builds, a random third edited per round) writes ≈ 3× its 64 MiB device. "
       "Without TRIM a page dies on the flash when ext4 hands its block to the next files, not when its file dies, "
@@ -661,13 +662,14 @@ def main() -> int:
       "separation saves; that is where they raise WAF slightly (e.g. pcstream on RocksDB UR).")
     w("- The warm-up pass replays the same trace again, so the device sees the recording's address pattern twice; "
       "a longer real run would not repeat itself exactly. Policies that count writes per address gain most from "
-      "that: AutoStream, and pcstream's LBA learner, which refines its keys by the address's write count (on "
-      "SQLite the count is most of its gain; docs/placement.md measures the best case a key can reach with the "
-      "count over both passes, 1.18 / 1.12 on the 40 MiB sqlite-tpcc recordings of `--full`, against 1.48 / 1.30 "
-      "counted within the measured pass only). A steady workload whose hot pages stay hot behaves like the first; one whose hot set moves, "
+      "that: AutoStream, and pcstream's LBA learner and GC placement, which go by the address's write history "
+      "(its write count, now its write interval: on SQLite most of their gain; docs/placement.md measures the "
+      "best case a key could reach with the count over both passes, 1.18 / 1.12 on the 40 MiB sqlite-tpcc "
+      "recordings of `--full`, against 1.48 / 1.30 counted within the measured pass only). A steady workload whose hot pages stay hot behaves like the first; one whose hot set moves, "
       "more like the second.")
     w("- On a device without internal streams, the simulator's pcstream keeps three of its stream ids for the "
-      "device's GC copies (by age, as SepBIT places its GC writes); the daemon cannot place a device's GC "
+      "device's GC copies (by age, as SepBIT places its GC writes, or by the address's write interval where "
+      "that is longer); the daemon cannot place a device's GC "
       "copies, so that part is replay only, as is the LBA-keyed learner.")
     w("- `app-hints` stands in for ManualStream; SQLite and gcc set no hints, so there it equals the baseline.")
     w("- Lifetimes are in host pages written (logical time); IOPS are modelled.\n")

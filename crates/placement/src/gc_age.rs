@@ -22,13 +22,14 @@
 //! uses unless `gc_age_only`) a copy goes by the larger of its age and its
 //! address's own write interval ([`WriteCounts::interval`]: host pages
 //! since the address was first written, per write of it, the live one
-//! included). A page rewritten every `I` host pages is expected to die
-//! within ≈ `I` of any write, and a page that, written once long ago, is
-//! copied young (just written again) still stands for its long interval. On the paper-scale SQLite traces
-//! 44% of `pcstream`'s GC copies were copies of pages copied before
-//! (mixed-sqlite-gcc r1, internal streams off); the write interval took
-//! mixed-sqlite-gcc from 1.675 to 1.626 and sqlite-tpcc from 1.361 to 1.330
-//! (mean of 3, docs/placement.md).
+//! included): a page written once long ago and copied soon after its one
+//! rewrite is still a cold page, and a page rewritten every `I` pages is
+//! expected to live ≈ `I` however young its copy is. On the paper-scale
+//! SQLite traces 44% of `pcstream`'s GC copies were copies of pages copied
+//! before (mixed-sqlite-gcc r1, internal streams off); the interval took
+//! mixed-sqlite-gcc from 1.675 to 1.626 and sqlite-tpcc from 1.361 to
+//! 1.330 (mean of 3 recordings, docs/placement.md), about a third of what
+//! placing each copy by its true remaining lifetime would give.
 //!
 //! A device with internal streams separates GC copies from host data by
 //! itself; the simulator then leaves the hook off (`gc_streams` = 0, see
