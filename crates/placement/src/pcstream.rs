@@ -160,7 +160,7 @@ pub struct PcStream {
     /// Per file: pages appended by each key since it was created or
     /// emptied, at most [`AFFINITY_KEYS`] keys (`file_affinity`).
     file_keys: std::collections::HashMap<(u64, u64), Vec<(u64, u64)>>,
-    /// Per LBA: writes so far (`lba_writes`).
+    /// Per LBA: first write and writes so far (`lba_writes`).
     counts: WriteCounts,
     lm: LifetimeManager,
     mapper: Mapper,
@@ -585,12 +585,13 @@ pub(crate) mod tests {
     /// One code path rewrites 64 hot LBAs at random, and writes each LBA
     /// of a cold region twice, as far apart as a hot page's writes, then
     /// leaves it for a long time. The cold pages' second writes have the
-    /// hot pages' previous lifetime but few writes behind them: refined
-    /// by the address's write count they are learnt apart and placed in
-    /// a longer stream; by previous lifetime alone they share the hot
-    /// pages' key.
+    /// hot pages' previous lifetime but a long write interval (two writes
+    /// since their first, thousands of pages ago): refined by the
+    /// address's write interval they are learnt apart and placed in a
+    /// longer stream; by previous lifetime alone they share the hot pages'
+    /// key.
     #[test]
-    fn the_write_count_splits_addresses_the_previous_lifetime_cannot() {
+    fn the_write_interval_splits_addresses_the_previous_lifetime_cannot() {
         let run = |lba_writes: bool| {
             let mut c = cfg();
             c.key_by_lba = true;
