@@ -19,8 +19,8 @@
 //! Measured on the paper-scale SQLite traces (docs/placement.md): keying by
 //! the interval instead of the write count relative to the average
 //! address's (what AutoStream-MQ places by, never decaying) took
-//! mixed-sqlite-gcc from 1.626 / 1.543 to 1.583 / 1.507 and sqlite-tpcc
-//! from 1.330 / 1.277 to 1.299 / 1.262 (internal streams off / on, mean of
+//! mixed-sqlite-gcc from 1.626 / 1.543 to 1.576 / 1.507 and sqlite-tpcc
+//! from 1.330 / 1.277 to 1.296 / 1.267 (internal streams off / on, mean of
 //! 3); both together made too many keys (1.638 / 1.587, 1.406 / 1.286).
 //!
 //! Memory: 12 bytes per logical page up to the highest written below
