@@ -35,8 +35,8 @@ use crate::write_count::WriteCounts;
 /// setting being placed for: with TRIM a deleted file's pages die with it,
 /// without they die when the file system reuses their blocks.
 ///
-/// Memory: 10 bytes per LBA below 2^28 (LBAs above are not scored), and
-/// 12 more for the GC hook's write intervals (`gc_streams`).
+/// Memory: 10 bytes per LBA below 2^28 (LBAs above are not scored); the
+/// GC hook reads the LBA learner's write history (12 bytes per LBA).
 #[derive(Debug)]
 pub struct PcStreamDual {
     by_file: PcStream,
@@ -60,8 +60,8 @@ pub struct PcStreamDual {
     streams: u32,
     /// Stream ids kept for GC copies by age (`gc_streams`), the last ones.
     gc_streams: u32,
-    /// Per LBA, its write interval, for the GC hook (`gc_streams` without
-    /// `gc_age_only`).
+    /// The LBA learner's per-LBA write history, for the GC hook
+    /// (`gc_streams` without `gc_age_only`).
     rates: Option<std::sync::Arc<std::sync::Mutex<WriteCounts>>>,
 }
 
@@ -176,7 +176,7 @@ impl PcStreamDual {
             _ => 0,
         };
         let streams = all - gc_streams;
-        let rates = (gc_streams > 0 && !cfg.gc_age_only).then(Default::default);
+        let wants_rates = gc_streams > 0 && !cfg.gc_age_only;
         let by_file = PcStream::new(
             streams,
             PcStreamConfig {
@@ -184,13 +184,18 @@ impl PcStreamDual {
                 ..cfg.clone()
             },
         );
-        let by_lba = PcStream::new(
+        let mut by_lba = PcStream::new(
             streams,
             PcStreamConfig {
                 key_by_lba: true,
                 ..cfg
             },
         );
+        let rates = if wants_rates {
+            by_lba.shared_write_counts()
+        } else {
+            None
+        };
         let n = Placement::streams(&by_file) as usize;
         PcStreamDual {
             gc_by_age,
@@ -339,11 +344,6 @@ impl Placement for PcStreamDual {
             }
             self.born[i] = w.time;
             self.chosen[i] = [a.min(255) as u8, b.min(255) as u8];
-        }
-        if let Some(r) = &self.rates {
-            r.lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .bump(w.lpn, u64::from(w.pages), w.time);
         }
         self.decide(w.time);
         if self.use_lba {

@@ -160,8 +160,12 @@ pub struct PcStream {
     /// Per file: pages appended by each key since it was created or
     /// emptied, at most [`AFFINITY_KEYS`] keys (`file_affinity`).
     file_keys: std::collections::HashMap<(u64, u64), Vec<(u64, u64)>>,
-    /// Per LBA: first write and writes so far (`lba_writes`).
-    counts: WriteCounts,
+    /// Per LBA: first write and writes so far (`lba_writes`, or
+    /// [`PcStream::shared_write_counts`]), shared with a GC hook.
+    counts: std::sync::Arc<std::sync::Mutex<WriteCounts>>,
+    /// Whether `counts` is kept (an LBA-keyed learner with `lba_writes`,
+    /// or asked for by [`PcStream::shared_write_counts`]).
+    keep_counts: bool,
     lm: LifetimeManager,
     mapper: Mapper,
 }
@@ -179,6 +183,7 @@ impl PcStream {
             refined: Default::default(),
             file_keys: Default::default(),
             counts: Default::default(),
+            keep_counts: cfg.key_by_lba && cfg.refine.lba_writes,
             lm: LifetimeManager::new(cfg.lifetime),
             mapper: Mapper::new(streams, cfg.mapper),
         }
@@ -197,10 +202,30 @@ impl PcStream {
         p
     }
 
+    /// The per-LBA write history of an LBA-keyed learner, kept from now on
+    /// even without `lba_writes`, for a reader beside the policy (the
+    /// dual's GC hook); `None` for a file-keyed learner.
+    pub(crate) fn shared_write_counts(
+        &mut self,
+    ) -> Option<std::sync::Arc<std::sync::Mutex<WriteCounts>>> {
+        self.key_by_lba.then(|| {
+            self.keep_counts = true;
+            std::sync::Arc::clone(&self.counts)
+        })
+    }
+
     /// The key a write of `sig` is learnt and placed under (see
-    /// [`RefineConfig`]).
+    /// [`RefineConfig`]); `interval` is the written LBA's
+    /// [`WriteCounts::interval_bucket`] (0 when not kept).
     /// Also whether the write overwrites live data of its space.
-    fn key_of(&self, sig: u64, w: &WriteCtx, space: (u64, u64), first: u64) -> (u64, bool) {
+    fn key_of(
+        &self,
+        sig: u64,
+        w: &WriteCtx,
+        space: (u64, u64),
+        first: u64,
+        interval: u64,
+    ) -> (u64, bool) {
         let born = self.lm.born_at(space, first);
         if sig == 0 {
             return (0, born.is_some());
@@ -216,11 +241,8 @@ impl PcStream {
                 key = refine_key(key, 0x1_0000 | b);
             }
         }
-        if self.refine.lba_writes && self.key_by_lba {
-            let b = self.counts.interval_bucket(first, w.time);
-            if b > 0 {
-                key = refine_key(key, 0x3_0000 | b);
-            }
+        if self.refine.lba_writes && self.key_by_lba && interval > 0 {
+            key = refine_key(key, 0x3_0000 | interval);
         }
         (key, born.is_some())
     }
@@ -273,7 +295,18 @@ impl Placement for PcStream {
             Some(f) if !self.key_by_lba => (f, w.file_page),
             _ => (LBA_SPACE, w.lpn),
         };
-        let (key, overwrote) = self.key_of(sig, w, space, first);
+        let pages = u64::from(w.pages);
+        // The interval before this write, then this write counted (one
+        // lock: a GC hook may share the history).
+        let interval = if self.keep_counts {
+            let mut c = self.counts.lock().unwrap_or_else(|e| e.into_inner());
+            let b = c.interval_bucket(first, w.time);
+            c.bump(first, pages, w.time);
+            b
+        } else {
+            0
+        };
+        let (key, overwrote) = self.key_of(sig, w, space, first, interval);
         if sig != 0 && key != sig && self.refined.insert(key) {
             self.signatures.insert(sig);
         }
@@ -306,10 +339,6 @@ impl Placement for PcStream {
                     };
                 }
             }
-        }
-        let pages = u64::from(w.pages);
-        if self.refine.lba_writes && self.key_by_lba {
-            self.counts.bump(first, pages, w.time);
         }
         self.lm.write(space, first, pages, key, w.time);
         self.mapper
