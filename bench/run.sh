@@ -81,16 +81,19 @@ ctl=$target/release/pcstreamctl
 [ -x "$ctl" ] || { echo "bench/run.sh: $ctl missing (build failed?)" >&2; exit 1; }
 
 # gcc code base (gen_cbase.py): FILES FUNCS TYPES TREE_MIB.
-# SQLite TPC-C-like (gen_tpcc.py): WAREHOUSES TRANSACTIONS. At the paper's
-# scale: a ≈ 250 MB database rewritten ≈ 13× (3.3 GB reach the device,
-# 1.5–4.5 min per recording here).
+# SQLite TPC-C-like (gen_tpcc.py): WAREHOUSES TRANSACTIONS; the mix with gcc
+# runs its own set (mix_warehouses mix_txns). At the paper's scale SQLite
+# alone is a ≈ 2 GiB database written ≈ 21× (44 GB reach the device, ≈ 8
+# min per recording here, and 4 min to generate its 2.3 GB script), the
+# mix a ≈ 250 MB one rewritten ≈ 13× beside the gcc rounds.
 if [ $scale = quick ]; then
   files=(12 4 10 0) warehouses=1 txns=300
 elif [ $scale = paper ]; then
-  files=(96 4 10 36) warehouses=100 txns=25000
+  files=(96 4 10 36) warehouses=1300 txns=320000 mix_warehouses=100 mix_txns=25000
 else
   files=(96 4 10 36) warehouses=4 txns=2500
 fi
+mix_warehouses=${mix_warehouses:-$warehouses} mix_txns=${mix_txns:-$txns}
 all=(rocksdb-ur rocksdb-ar rocksdb-fr rocksdb-ycsba sqlite-tpcc gcc mixed-rocksdb-gcc mixed-sqlite-gcc)
 workloads=("${all[@]}")
 # --only re-records some workloads; compare still takes every trace in $out.
@@ -102,7 +105,12 @@ if [ $replay_only = 0 ]; then
 data=$out/data
 rm -rf "$data"; mkdir -p "$data"
 python3 "$here/gen_cbase.py" "$data/cbase" "${files[@]}"
-python3 "$here/gen_tpcc.py" "$warehouses" "$txns" >"$data/tpcc.sql"
+case " ${workloads[*]} " in *" sqlite-tpcc "*)
+  python3 "$here/gen_tpcc.py" "$warehouses" "$txns" >"$data/tpcc.sql" ;;
+esac
+case " ${workloads[*]} " in *" mixed-sqlite-gcc "*)
+  python3 "$here/gen_tpcc.py" "$mix_warehouses" "$mix_txns" >"$data/tpcc-mix.sql" ;;
+esac
 export BENCH_DATA=$data
 
 touch "$out/record-times.tsv"
@@ -115,13 +123,14 @@ touch "$out/record-times.tsv"
 device_size() {
   # --paper: the RocksDB workloads on the paper's 12 GiB emulator device
   # (db_bench UR took 12 min 56 s to record here at load ≈ 10).
-  # SQLite at the paper's scale: ≈ 1.2–1.3× its footprint (≈ 250 MiB alone,
+  # SQLite at the paper's scale: ≈ 1.2–1.3× its footprint (≈ 1.9 GiB alone,
   # ≈ 335 MiB beside the gcc rounds; ext4's journal and metadata take the
-  # rest; on 1 GiB the same run leaves GC idle).
+  # rest; the same run on a device twice its footprint leaves GC nearly
+  # idle).
   if [ $scale = paper ]; then
     case "$1" in
       rocksdb-*) echo 12G; return ;;
-      sqlite-tpcc) echo 320M; return ;;
+      sqlite-tpcc) echo 2560M; return ;;
       mixed-sqlite-gcc) echo 416M; return ;;
     esac
   fi

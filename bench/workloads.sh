@@ -6,7 +6,8 @@
 # SCALE is `full` (docs/results.md), `paper` (RocksDB at the paper's emulator
 # scale) or `quick` (the tests: seconds).
 # Needs $BENCH_DATA: a directory prepared by bench/run.sh (or the tests) with
-# cbase/ (gen_cbase.py output) and tpcc.sql (gen_tpcc.py output).
+# cbase/ (gen_cbase.py output) and tpcc.sql (gen_tpcc.py output; the mix
+# with gcc runs tpcc-mix.sql instead where there is one).
 set -euo pipefail
 
 main() {
@@ -67,7 +68,7 @@ gcc_rounds() {
 }
 
 sqlite_tpcc() {
-  sqlite3 "$1" <"$data/tpcc.sql" >/dev/null
+  sqlite3 "$1" <"$2" >/dev/null
 }
 
 case "$wl" in
@@ -75,14 +76,16 @@ case "$wl" in
   rocksdb-ur) rocks db --benchmarks=fillrandom,updaterandom ;;
   rocksdb-ar) rocks db --benchmarks=appendrandom,appendrandom --value_size="$AR" ;;
   rocksdb-ycsba) rocks db --benchmarks=fillrandom,readrandomwriterandom --readwritepercent=50 --num=$((KEYS / 2)) --reads=$((KEYS)) ;;
-  sqlite-tpcc) sqlite_tpcc tpcc.db ;;
+  sqlite-tpcc) sqlite_tpcc tpcc.db "$data/tpcc.sql" ;;
   gcc) gcc_rounds build ;;
   mixed-rocksdb-gcc)
     rocks db --benchmarks=fillrandom,updaterandom --num=$((KEYS / 2)) & p1=$!
     gcc_rounds build & p2=$!
     wait $p1; wait $p2 ;;
   mixed-sqlite-gcc)
-    sqlite_tpcc tpcc.db & p1=$!
+    mix=$data/tpcc-mix.sql
+    [ -f "$mix" ] || mix=$data/tpcc.sql
+    sqlite_tpcc tpcc.db "$mix" & p1=$!
     gcc_rounds build & p2=$!
     wait $p1; wait $p2 ;;
   *) echo "workloads.sh: unknown workload '$wl'" >&2; exit 2 ;;
