@@ -83,9 +83,9 @@ ctl=$target/release/pcstreamctl
 # gcc code base (gen_cbase.py): FILES FUNCS TYPES TREE_MIB.
 # SQLite TPC-C-like (gen_tpcc.py): WAREHOUSES TRANSACTIONS; the mix with gcc
 # runs its own set (mix_warehouses mix_txns). At the paper's scale SQLite
-# alone is a ≈ 2 GiB database written ≈ 21× (44 GB reach the device, ≈ 8
-# min per recording here, and 4 min to generate its 2.3 GB script), the
-# mix a ≈ 250 MB one rewritten ≈ 13× beside the gcc rounds.
+# alone is a ≈ 1.8 GiB database written ≈ 22× (44 GB reach the device,
+# 8–9 min per recording here, and 4 min to generate its 2.3 GB script),
+# the mix a ≈ 250 MB one rewritten ≈ 13× beside the gcc rounds.
 if [ $scale = quick ]; then
   files=(12 4 10 0) warehouses=1 txns=300
 elif [ $scale = paper ]; then
@@ -123,10 +123,10 @@ touch "$out/record-times.tsv"
 device_size() {
   # --paper: the RocksDB workloads on the paper's 12 GiB emulator device
   # (db_bench UR took 12 min 56 s to record here at load ≈ 10).
-  # SQLite at the paper's scale: ≈ 1.2–1.3× its footprint (≈ 1.9 GiB alone,
-  # ≈ 335 MiB beside the gcc rounds; ext4's journal and metadata take the
-  # rest; the same run on a device twice its footprint leaves GC nearly
-  # idle).
+  # SQLite at the paper's scale: ≈ 1.35× its footprint alone (≈ 1.84 GiB),
+  # ≈ 1.2× beside the gcc rounds (≈ 335 MiB); ext4's journal and metadata
+  # take the rest. The same run on a device twice its footprint leaves GC
+  # nearly idle.
   if [ $scale = paper ]; then
     case "$1" in
       rocksdb-*) echo 12G; return ;;
