@@ -254,6 +254,9 @@ impl Config {
                 gc_by_age: false,
                 gc_streams: None,
                 gc_age_only: false,
+                // Every write a shim reports carries its signature; the
+                // file system's own writes are not seen online.
+                learn_unattributed: false,
             },
             share_between_users: self.share_between_users,
             max_signatures: self.max_signatures,

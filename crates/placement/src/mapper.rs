@@ -27,6 +27,27 @@
 //! re-clusters. Everything is deterministic: signatures are visited in sorted
 //! order and k-means is seeded.
 //!
+//! Between re-clusterings (not in the paper; `place_new_keys`): at each
+//! check that does not re-cluster, a signature with no stream yet whose
+//! feature is censored (none of its data has died) gets the stream of the
+//! nearest centroid. The paper leaves it in stream 0 until 10% of the
+//! signatures have changed, which with hundreds of keys can take a whole
+//! pass: a new heavy key (a database re-load writing pages that will never
+//! die) then borrows whatever its writer's stream is, and lands beside
+//! data it strands. A new signature whose data has started to die waits
+//! for the re-clustering: its first deaths are its shortest lives, an
+//! estimate biased short.
+//!
+//! Stream 0's cluster (not in the paper; [`Mapper::set_stream0_key`]):
+//! the caller may name one key (the learner's key for writes without a
+//! signature: a block trace's file-system journal and metadata, which the
+//! device already holds in stream 0) that is clustered with the others
+//! into one more cluster; when the key carries at least half that
+//! cluster's weight ([`STREAM0_SHARE`]) the cluster is stream 0, so data
+//! keys of the journal's lifetime share stream 0 and leave the data
+//! streams to the other lifetimes; otherwise the data are clustered
+//! without the key, which stays alone in stream 0.
+//!
 //! Stream ids: the clusters of a re-clustering keep centroid order, but are
 //! numbered so that as much weight as possible stays in the stream it had
 //! ([`crate::stream_ids`], `stable_ids`); numbering by rank (the paper)
@@ -54,6 +75,11 @@ use ndarray::Array2;
 use rand_xoshiro_linfa::rand_core::SeedableRng;
 use rand_xoshiro_linfa::Xoshiro256Plus;
 use std::collections::HashMap;
+
+/// Share of its cluster's weight the stream-0 key must carry for that
+/// cluster to be stream 0 ([`Mapper::set_stream0_key`]): the cluster is
+/// then the journal's, not a data cluster the journal falls into.
+pub const STREAM0_SHARE: f64 = 0.5;
 
 /// Tunables of the mapper.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -103,6 +129,11 @@ pub struct MapperConfig {
     /// ([`crate::stream_ids`]); false numbers them by rank (the paper).
     /// Default true.
     pub stable_ids: bool,
+    /// At a check that does not re-cluster, give a signature with a
+    /// censored feature but no stream the stream of the nearest centroid
+    /// (see the module docs); false leaves it in stream 0 until the next
+    /// re-clustering (the paper). Default true.
+    pub place_new_keys: bool,
 }
 
 impl Default for MapperConfig {
@@ -121,6 +152,7 @@ impl Default for MapperConfig {
             hysteresis_log2: 0.0,
             min_gap_log2: 1.0,
             stable_ids: true,
+            place_new_keys: true,
         }
     }
 }
@@ -395,6 +427,8 @@ pub struct Mapper {
     centroids: Vec<f64>,
     next_check: u64,
     generation: u64,
+    reclusters: u64,
+    stream0_key: Option<u64>,
 }
 
 impl Mapper {
@@ -409,7 +443,23 @@ impl Mapper {
             centroids: Vec::new(),
             next_check: 0,
             generation: 0,
+            reclusters: 0,
+            stream0_key: None,
         }
+    }
+
+    /// Clusters `key` with the signatures, in one more cluster than there
+    /// are data streams, and maps `key`'s cluster to stream 0 (see the
+    /// module docs). `key` itself is not in [`Mapper::table`].
+    pub fn set_stream0_key(&mut self, key: u64) {
+        self.stream0_key = Some(key);
+    }
+
+    /// Stream a clustering gave `sig`; `None` when it has none yet (stream
+    /// 0 may be a clustering's answer, see [`Mapper::set_stream0_key`]).
+    #[inline]
+    pub fn assigned(&self, sig: u64) -> Option<StreamId> {
+        self.assign.get(&sig).copied()
     }
 
     /// The configuration in force.
@@ -423,9 +473,15 @@ impl Mapper {
         self.assign.get(&sig).copied().unwrap_or(0)
     }
 
-    /// Number of re-clusterings so far (bumps whenever the table changes).
+    /// Version of the table: bumps whenever it changes (a re-clustering, or
+    /// new signatures placed between re-clusterings).
     pub fn generation(&self) -> u64 {
         self.generation
+    }
+
+    /// Number of re-clusterings so far.
+    pub fn reclusters(&self) -> u64 {
+        self.reclusters
     }
 
     /// Centroids (log2 pages) of streams `1..` (entry `s - 1` is stream
@@ -437,7 +493,12 @@ impl Mapper {
 
     /// The signature → stream table, sorted by signature.
     pub fn table(&self) -> Vec<(u64, StreamId)> {
-        let mut v: Vec<_> = self.assign.iter().map(|(k, s)| (*k, *s)).collect();
+        let mut v: Vec<_> = self
+            .assign
+            .iter()
+            .filter(|(k, _)| Some(**k) != self.stream0_key)
+            .map(|(k, s)| (*k, *s))
+            .collect();
         v.sort_unstable();
         v
     }
@@ -478,8 +539,9 @@ impl Mapper {
             .collect()
     }
 
-    /// Applies the re-cluster rule at logical time `now`; returns whether the
-    /// table was recomputed. Cheap when the check interval has not elapsed.
+    /// Applies the re-cluster rule at logical time `now` (and, with
+    /// `place_new_keys`, places new signatures); returns whether the table
+    /// changed. Cheap when the check interval has not elapsed.
     #[inline]
     pub fn maybe_recluster(&mut self, lm: &LifetimeManager, now: u64) -> bool {
         if now < self.next_check {
@@ -506,49 +568,123 @@ impl Mapper {
             })
             .count();
         if (changed as f64) < self.cfg.change_fraction * feats.len() as f64 || changed == 0 {
-            return false;
+            return self.cfg.place_new_keys && self.place_new(&feats);
         }
         self.recluster(&feats);
         true
     }
 
+    /// Gives each censored signature of `feats` that has no stream the
+    /// stream of the nearest centroid; returns whether any got one.
+    fn place_new(&mut self, feats: &[Feature]) -> bool {
+        let c = &self.centroids;
+        let mut added = false;
+        for f in feats {
+            if !f.censored || self.assign.contains_key(&f.sig) {
+                continue;
+            }
+            let x = f.log2_lifetime;
+            // Unused stream ids have a NaN centroid: never nearest.
+            let best = c
+                .iter()
+                .enumerate()
+                .filter(|(_, v)| v.is_finite())
+                .min_by(|a, b| (x - a.1).abs().total_cmp(&(x - b.1).abs()));
+            if let Some((j, _)) = best {
+                self.assign.insert(f.sig, j as StreamId + 1);
+                added = true;
+            }
+        }
+        if added {
+            self.generation += 1;
+        }
+        added
+    }
+
+    /// k-means of `feats` into the data streams' clusters: their centroids
+    /// (unordered ids) and each feature's label, `None` for stream 0. With
+    /// a stream-0 key, one more cluster is made; the key's cluster is
+    /// stream 0 when the key carries at least [`STREAM0_SHARE`] of its
+    /// weight. Otherwise the key fell inside a data cluster (RocksDB's
+    /// metadata, 1% of the writes, lives as long as compaction output) and
+    /// the data are clustered without it, the key alone in stream 0.
+    fn cluster(&self, feats: &[Feature]) -> (Vec<f64>, Vec<Option<usize>>) {
+        let run = |pts: &[(f64, f64)], k: usize| {
+            let c = cluster_1d(pts, k, self.cfg.seed, self.cfg.replicas, self.cfg.n_runs);
+            merge_close(c, pts, self.cfg.min_gap_log2)
+        };
+        let pts: Vec<(f64, f64)> = feats.iter().map(|f| (f.log2_lifetime, f.weight)).collect();
+        let zero = self
+            .stream0_key
+            .and_then(|k| feats.iter().position(|f| f.sig == k));
+        let Some(zi) = zero else {
+            let c = run(&pts, self.clusters);
+            return (c.centroids, c.labels.into_iter().map(Some).collect());
+        };
+        let c = run(&pts, self.clusters + 1);
+        let z = c.labels[zi];
+        let in_z: f64 = pts
+            .iter()
+            .zip(&c.labels)
+            .filter(|&(_, &l)| l == z)
+            .map(|(p, _)| p.1.max(0.0))
+            .sum();
+        if pts[zi].1.max(0.0) >= STREAM0_SHARE * in_z {
+            let centroids = c
+                .centroids
+                .iter()
+                .enumerate()
+                .filter(|&(j, _)| j != z)
+                .map(|(_, &x)| x)
+                .collect();
+            let labels = c
+                .labels
+                .iter()
+                .map(|&l| (l != z).then(|| if l > z { l - 1 } else { l }))
+                .collect();
+            return (centroids, labels);
+        }
+        let mut rest = pts;
+        rest.remove(zi);
+        let c = run(&rest, self.clusters);
+        let mut labels: Vec<Option<usize>> = c.labels.into_iter().map(Some).collect();
+        labels.insert(zi, None);
+        (c.centroids, labels)
+    }
+
     /// Recomputes the table from `feats` unconditionally.
     pub fn recluster(&mut self, feats: &[Feature]) {
-        let pts: Vec<(f64, f64)> = feats.iter().map(|f| (f.log2_lifetime, f.weight)).collect();
-        let c = cluster_1d(
-            &pts,
-            self.clusters,
-            self.cfg.seed,
-            self.cfg.replicas,
-            self.cfg.n_runs,
-        );
-        let c = merge_close(c, &pts, self.cfg.min_gap_log2);
+        let (centroids, labels) = self.cluster(feats);
         let old = std::mem::take(&mut self.assign);
         // Stream ids in centroid order, keeping as much weight as possible
         // in the stream it had (crate::stream_ids).
-        let mut kept = vec![vec![0.0; self.clusters]; c.centroids.len()];
-        for (f, &l) in feats.iter().zip(&c.labels) {
-            if let Some(&s) = old.get(&f.sig) {
+        let mut kept = vec![vec![0.0; self.clusters]; centroids.len()];
+        for (f, l) in feats.iter().zip(&labels) {
+            if let (Some(l), Some(&s)) = (l, old.get(&f.sig)) {
                 if s >= 1 && (s as usize) <= self.clusters {
-                    kept[l][s as usize - 1] += f.weight.max(0.0);
+                    kept[*l][s as usize - 1] += f.weight.max(0.0);
                 }
             }
         }
         let ids = if self.cfg.stable_ids {
             order_preserving_ids(&kept, self.clusters)
         } else {
-            (1..=c.centroids.len() as u32).collect()
+            (1..=centroids.len() as u32).collect()
         };
         let top = ids.last().map_or(0, |&s| s as usize);
         let mut by_stream = vec![f64::NAN; top];
-        for (&s, &x) in ids.iter().zip(&c.centroids) {
+        for (&s, &x) in ids.iter().zip(&centroids) {
             by_stream[s as usize - 1] = x;
         }
         self.clustered.clear();
         let h = self.cfg.hysteresis_log2;
-        for (f, &l) in feats.iter().zip(&c.labels) {
+        for (f, &l) in feats.iter().zip(&labels) {
             self.clustered.insert(f.sig, f.log2_lifetime);
-            if c.centroids.is_empty() {
+            let Some(l) = l else {
+                self.assign.insert(f.sig, 0);
+                continue;
+            };
+            if centroids.is_empty() {
                 continue;
             }
             let mut stream = ids[l];
@@ -558,7 +694,7 @@ impl Mapper {
                 let prev_c = by_stream.get((prev as usize).wrapping_sub(1)).copied();
                 if let Some(pc) = prev_c.filter(|v| h > 0.0 && prev >= 1 && v.is_finite()) {
                     let x = f.log2_lifetime;
-                    let d_new = (x - c.centroids[l]).abs();
+                    let d_new = (x - centroids[l]).abs();
                     if (x - pc).abs() <= d_new + h {
                         stream = prev;
                     }
@@ -568,6 +704,7 @@ impl Mapper {
         }
         self.centroids = by_stream;
         self.generation += 1;
+        self.reclusters += 1;
     }
 }
 
@@ -883,6 +1020,102 @@ mod tests {
     /// stream across re-clusterings while it moves less than the
     /// hysteresis; without hysteresis (the default) it follows the nearest
     /// centroid.
+    /// 20 signatures of two lifetimes are clustered. Then two new ones
+    /// (under 10% changed: no re-clustering): at the next check the one
+    /// none of whose data has died (a censored estimate: data with no
+    /// death in sight) gets the stream of the nearest centroid, and the
+    /// table's generation moves for the daemon to publish it; the one
+    /// whose first death is in waits for the next re-clustering (an
+    /// early estimate is biased towards its shortest lives). The paper's
+    /// rule leaves both in stream 0.
+    #[test]
+    fn a_new_never_dying_signature_is_placed_between_reclusterings() {
+        for place_new_keys in [true, false] {
+            let mut m = lm();
+            let mut map = Mapper::new(
+                3,
+                MapperConfig {
+                    check_interval: 100,
+                    censor_min_age: 100,
+                    place_new_keys,
+                    ..Default::default()
+                },
+            );
+            // Sigs 1..=10 live 4 pages, 11..=20 live 1000.
+            let mut t = 0;
+            for s in 1..=20u64 {
+                m.write(LBA_SPACE, s, 1, s, t);
+                let life = if s <= 10 { 4 } else { 1000 };
+                m.write(LBA_SPACE, s, 1, s, t + life);
+                t += 1001;
+            }
+            assert!(map.maybe_recluster(&m, t));
+            let (short, long) = (map.stream(1), map.stream(11));
+            assert!(short >= 1 && long > short);
+            let g = map.generation();
+            // Sig 21 never dies; sig 22's first page lived 1500 pages.
+            m.write(LBA_SPACE, 21, 1, 21, t);
+            m.write(LBA_SPACE, 22, 1, 22, t);
+            m.write(LBA_SPACE, 22, 1, 22, t + 1500);
+            let changed = map.maybe_recluster(&m, t + 2000);
+            assert_eq!(map.reclusters(), 1, "10% changed: no re-clustering");
+            assert_eq!(map.stream(22), 0);
+            if place_new_keys {
+                assert!(changed);
+                assert_eq!(map.stream(21), long);
+                assert_eq!(map.generation(), g + 1);
+            } else {
+                assert!(!changed);
+                assert_eq!(map.stream(21), 0);
+                assert_eq!(map.generation(), g);
+            }
+        }
+    }
+
+    /// The stream-0 key (the journal's writes) with a data key of its
+    /// lifetime: when the key carries most of its cluster, the cluster is
+    /// stream 0 and the other data get both data streams.
+    #[test]
+    fn the_journals_cluster_is_stream_0_when_the_journal_carries_it() {
+        let mut map = Mapper::new(3, MapperConfig::default());
+        map.set_stream0_key(99);
+        map.recluster(&[
+            feat(1, 8.0, 10.0),
+            feat(2, 14.0, 100.0),
+            feat(3, 22.0, 100.0),
+            feat(99, 8.2, 50.0),
+        ]);
+        assert_eq!(map.assigned(1), Some(0), "the journal's lifetime");
+        assert_eq!(map.assigned(99), Some(0));
+        let (a, b) = (map.stream(2), map.stream(3));
+        assert!(a >= 1 && b > a, "{a} {b}");
+        assert_eq!(map.centroids().iter().filter(|c| c.is_finite()).count(), 2);
+        assert!(
+            map.table().iter().all(|&(k, _)| k != 99),
+            "the journal's key is not a signature"
+        );
+        assert_eq!(map.table().len(), 3);
+    }
+
+    /// A light stream-0 key inside a heavy data cluster (RocksDB's
+    /// metadata beside its compaction output): the data are clustered as
+    /// if it were not there, the key alone in stream 0.
+    #[test]
+    fn a_journal_inside_a_data_cluster_leaves_it_a_data_stream() {
+        let data = [feat(1, 8.0, 100.0), feat(2, 21.0, 100.0)];
+        let mut plain = Mapper::new(3, MapperConfig::default());
+        plain.recluster(&data);
+        let mut map = Mapper::new(3, MapperConfig::default());
+        map.set_stream0_key(99);
+        let mut feats = data.to_vec();
+        feats.push(feat(99, 21.0, 1.0));
+        map.recluster(&feats);
+        assert_eq!(map.assigned(99), Some(0));
+        assert_eq!(map.table(), plain.table());
+        assert_eq!(map.centroids(), plain.centroids());
+        assert_eq!(map.stream(2), 2);
+    }
+
     #[test]
     fn hysteresis_keeps_a_borderline_signature_in_its_stream() {
         let feats = |x: f64| {

@@ -454,6 +454,7 @@ mod tests {
                 gc_by_age: false,
                 gc_streams: None,
                 gc_age_only: false,
+                learn_unattributed: false,
             },
             share_between_users: share,
             max_signatures: 1000,

@@ -32,7 +32,7 @@ use crate::placement::{Placement, StreamId, WriteCtx};
 use crate::write_count::WriteCounts;
 
 /// Tunables of the `pcstream` policy.
-#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct PcStreamConfig {
     /// Lifetime manager settings.
@@ -60,7 +60,36 @@ pub struct PcStreamConfig {
     /// estimate), not by the larger of its age and its address's write
     /// interval ([`WriteCounts::interval`]). Default false.
     pub gc_age_only: bool,
+    /// Learn the writes that carry no signature (a block trace's
+    /// file-system journal and metadata) under a key of their own,
+    /// [`UNATTRIBUTED_KEY`], clustered with the others: its cluster is
+    /// stream 0, where the device keeps such writes anyway, so data keys
+    /// of the journal's lifetime join it there and the data streams are
+    /// left to other lifetimes ([`Mapper::set_stream0_key`]). False:
+    /// they are placed in stream 0 and learnt by nobody (the paper).
+    /// Default true.
+    pub learn_unattributed: bool,
 }
+
+impl Default for PcStreamConfig {
+    fn default() -> Self {
+        PcStreamConfig {
+            lifetime: LifetimeConfig::default(),
+            mapper: MapperConfig::default(),
+            key_by_lba: false,
+            refine: RefineConfig::default(),
+            gc_by_age: false,
+            gc_streams: None,
+            gc_age_only: false,
+            learn_unattributed: true,
+        }
+    }
+}
+
+/// The key writes without a signature are learnt under
+/// (`learn_unattributed`): "unattrib" in ASCII; signatures are 64-bit
+/// hashes of return addresses, so a clash is as likely as any other.
+pub const UNATTRIBUTED_KEY: u64 = 0x756e_6174_7472_6962;
 
 /// Which online signals refine a PC signature into the key a write is
 /// learnt and placed under. Everything off is the paper's algorithm
@@ -92,6 +121,14 @@ pub struct RefineConfig {
     /// the file learner, which keys writes without a file by LBA too, goes
     /// without, and the device's deaths decide between them. Default true.
     pub lba_writes: bool,
+    /// A refined key that no clustering has placed yet goes to the stream
+    /// whose centroid is nearest its address's write interval, instead of
+    /// borrowing its signature's stream. The LBA-keyed learner with
+    /// `lba_writes` only (the interval is kept there), and only once the
+    /// address was written [`MIN_SETTLED_WRITES`] times (before, its
+    /// interval is the time since its first write, not a mean of
+    /// lifetimes); otherwise it still borrows. Default true.
+    pub new_keys_by_interval: bool,
 }
 
 impl Default for RefineConfig {
@@ -102,6 +139,7 @@ impl Default for RefineConfig {
             prev_bucket_log2: 2.0,
             file_affinity: true,
             lba_writes: true,
+            new_keys_by_interval: true,
         }
     }
 }
@@ -115,6 +153,7 @@ impl RefineConfig {
             prev_bucket_log2: 2.0,
             file_affinity: false,
             lba_writes: false,
+            new_keys_by_interval: false,
         }
     }
 }
@@ -130,9 +169,16 @@ impl PcStreamConfig {
         c.mapper.hysteresis_log2 = 0.0;
         c.mapper.min_gap_log2 = 0.0;
         c.mapper.stable_ids = false;
+        c.mapper.place_new_keys = false;
+        c.learn_unattributed = false;
         c
     }
 }
+
+/// Writes an address must have had before its write interval places an
+/// unclustered key (`new_keys_by_interval`): the interval is then the mean
+/// of at least two lifetimes, not the time since its first write.
+pub const MIN_SETTLED_WRITES: u32 = 3;
 
 /// Keys tracked per file for `file_affinity`.
 const AFFINITY_KEYS: usize = 4;
@@ -168,12 +214,24 @@ pub struct PcStream {
     keep_counts: bool,
     lm: LifetimeManager,
     mapper: Mapper,
+    /// The key of writes without a signature: [`UNATTRIBUTED_KEY`] with
+    /// `learn_unattributed`, else 0 (not learnt).
+    unattributed: u64,
 }
 
 impl PcStream {
     /// `pcstream` for a device with `streams` stream ids (0 = unknown).
     pub fn new(streams: u32, cfg: PcStreamConfig) -> Self {
         let streams = streams.max(1);
+        let unattributed = if cfg.learn_unattributed {
+            UNATTRIBUTED_KEY
+        } else {
+            0
+        };
+        let mut mapper = Mapper::new(streams, cfg.mapper);
+        if unattributed != 0 {
+            mapper.set_stream0_key(unattributed);
+        }
         PcStream {
             name: "pcstream",
             streams,
@@ -185,7 +243,8 @@ impl PcStream {
             counts: Default::default(),
             keep_counts: cfg.key_by_lba && cfg.refine.lba_writes,
             lm: LifetimeManager::new(cfg.lifetime),
-            mapper: Mapper::new(streams, cfg.mapper),
+            mapper,
+            unattributed,
         }
     }
 
@@ -197,6 +256,8 @@ impl PcStream {
         cfg.mapper.hysteresis_log2 = 0.0;
         cfg.mapper.min_gap_log2 = 0.0;
         cfg.mapper.stable_ids = false;
+        cfg.mapper.place_new_keys = false;
+        cfg.learn_unattributed = false;
         let mut p = PcStream::new(streams, cfg);
         p.name = "pcstream-paper";
         p
@@ -228,7 +289,7 @@ impl PcStream {
     ) -> (u64, bool) {
         let born = self.lm.born_at(space, first);
         if sig == 0 {
-            return (0, born.is_some());
+            return (self.unattributed, born.is_some());
         }
         let mut key = sig;
         if self.refine.app_hint && w.app_hint >= 2 {
@@ -245,6 +306,22 @@ impl PcStream {
             key = refine_key(key, 0x3_0000 | interval);
         }
         (key, born.is_some())
+    }
+
+    /// The data stream whose centroid is nearest `log2_lifetime`, `None`
+    /// before the first clustering.
+    fn nearest_stream(&self, log2_lifetime: f64) -> Option<StreamId> {
+        self.mapper
+            .centroids()
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| c.is_finite())
+            .min_by(|a, b| {
+                (log2_lifetime - a.1)
+                    .abs()
+                    .total_cmp(&(log2_lifetime - b.1).abs())
+            })
+            .map(|(j, _)| j as StreamId + 1)
     }
 
     /// The lifetime manager (signature statistics, counters).
@@ -298,22 +375,34 @@ impl Placement for PcStream {
         let pages = u64::from(w.pages);
         // The interval before this write, then this write counted (one
         // lock: a GC hook may share the history).
-        let interval = if self.keep_counts {
+        let (interval, writes) = if self.keep_counts {
             let mut c = self.counts.lock().unwrap_or_else(|e| e.into_inner());
             let b = c.interval_bucket(first, w.time);
+            let n = c.get(first);
             c.bump(first, pages, w.time);
-            b
+            (b, n)
         } else {
-            0
+            (0, 0)
         };
         let (key, overwrote) = self.key_of(sig, w, space, first, interval);
         if sig != 0 && key != sig && self.refined.insert(key) {
             self.signatures.insert(sig);
         }
-        // A refined key not clustered yet borrows its signature's stream.
-        let mut stream = match self.mapper.stream(key) {
-            0 => self.mapper.stream(sig),
-            s => s,
+        // A refined key not clustered yet goes by its address's write
+        // interval when it has one, else borrows its signature's stream.
+        let mut stream = match self.mapper.assigned(key) {
+            Some(s) => s,
+            None if self.refine.new_keys_by_interval
+                && self.refine.lba_writes
+                && self.key_by_lba
+                && key != 0
+                && writes >= MIN_SETTLED_WRITES =>
+            {
+                // The bucket's middle: bucket b holds log2 intervals in [b − 1, b).
+                self.nearest_stream(interval as f64 - 0.5)
+                    .unwrap_or_else(|| self.mapper.stream(sig))
+            }
+            None => self.mapper.stream(sig),
         };
         if let (true, Some(f)) = (
             self.refine.file_affinity && !self.key_by_lba && sig != 0,
@@ -333,10 +422,9 @@ impl Placement for PcStream {
                 // The key that appended most of the file so far.
                 let top = keys.iter().max_by_key(|k| k.1).map_or(key, |k| k.0);
                 if top != key {
-                    stream = match self.mapper.stream(top) {
-                        0 => stream,
-                        s => s,
-                    };
+                    if let Some(s) = self.mapper.assigned(top) {
+                        stream = s;
+                    }
                 }
             }
         }
@@ -355,7 +443,7 @@ impl Placement for PcStream {
                 self.lm
                     .sigs_sorted()
                     .iter()
-                    .filter(|(k, _)| !self.refined.contains(k))
+                    .filter(|(k, _)| !self.refined.contains(k) && *k != self.unattributed)
                     .count() as u64
                     + self
                         .signatures
@@ -365,7 +453,7 @@ impl Placement for PcStream {
             ),
             ("keys", self.lm.sig_count() as u64),
             ("mapped_signatures", self.mapper.table().len() as u64),
-            ("reclusters", self.mapper.generation()),
+            ("reclusters", self.mapper.reclusters()),
             ("live_entries", self.lm.live_entries() as u64),
             ("deaths", c.deaths),
             ("evictions", c.evictions),
@@ -408,6 +496,7 @@ pub(crate) mod tests {
             gc_by_age: false,
             gc_streams: None,
             gc_age_only: false,
+            learn_unattributed: true,
         }
     }
 
@@ -461,6 +550,106 @@ pub(crate) mod tests {
             "known from the first write"
         );
         assert_eq!(q.place(&write(1, 501, 0, 2)), 2);
+    }
+
+    /// Writes without a signature (a journal ring) are learnt: a light
+    /// signature of the journal's lifetime joins it in stream 0 and the
+    /// two data streams go to the other lifetimes. Without
+    /// `learn_unattributed` (the paper) the journal stays in stream 0
+    /// alone and the light signature takes a data stream.
+    #[test]
+    fn writes_without_a_signature_are_learnt_and_their_cluster_is_stream_0() {
+        let run = |learn_unattributed: bool| {
+            let mut p = PcStream::new(
+                3,
+                PcStreamConfig {
+                    refine: RefineConfig::none(),
+                    learn_unattributed,
+                    ..cfg()
+                },
+            );
+            let mut t = 0;
+            let mut put = |p: &mut PcStream, lpn: u64, sig: Option<u64>| {
+                let w = WriteCtx {
+                    time: t,
+                    lpn,
+                    pages: 1,
+                    signature: sig,
+                    ..Default::default()
+                };
+                t += 1;
+                p.place(&w)
+            };
+            let mut last = [0; 4];
+            for i in 0..6000u64 {
+                // The journal: 2 pages a step over a ring of 64 (lives 32
+                // steps); sig 1 the same lifetime, half the pages; sig 2
+                // lives 1024 steps, sig 3 outlives the run.
+                last[0] = put(&mut p, 10_000 + (2 * i) % 64, None);
+                put(&mut p, 10_000 + (2 * i + 1) % 64, None);
+                last[1] = put(&mut p, 20_000 + i % 32, Some(1));
+                last[2] = put(&mut p, 30_000 + i % 1024, Some(2));
+                last[3] = put(&mut p, 40_000 + i, Some(3));
+            }
+            (last, p)
+        };
+        let (last, p) = run(true);
+        assert_eq!(last[0], 0, "the journal");
+        assert_eq!(last[1], 0, "the journal's lifetime");
+        assert!(last[2] >= 1 && last[3] > last[2], "{last:?}");
+        let c: std::collections::BTreeMap<_, _> = p.counters().into_iter().collect();
+        assert_eq!(c["signatures"], 3, "the journal's key is no signature");
+        let (last, _) = run(false);
+        assert_eq!(last[0], 0);
+        assert!(last[1] >= 1, "{last:?}");
+    }
+
+    /// A refined key no clustering has placed yet (an address rewritten
+    /// under a new previous lifetime) goes to the centroid nearest its
+    /// address's write interval, not to its signature's stream.
+    #[test]
+    fn an_unplaced_refined_key_goes_by_its_addresss_write_interval() {
+        let run = |new_keys_by_interval: bool| {
+            let mut p = PcStream::new(
+                3,
+                PcStreamConfig {
+                    key_by_lba: true,
+                    refine: RefineConfig {
+                        new_keys_by_interval,
+                        ..RefineConfig::default()
+                    },
+                    ..cfg()
+                },
+            );
+            let mut t = 0;
+            let mut put = |p: &mut PcStream, lpn: u64, sig: u64| {
+                let w = WriteCtx {
+                    time: t,
+                    lpn,
+                    pages: 1,
+                    signature: Some(sig),
+                    ..Default::default()
+                };
+                t += 1;
+                p.place(&w)
+            };
+            // Sig 1 rewrites a ring of 8 pages (short-lived); sig 2 fills
+            // fresh pages (never rewritten): its bare key is long-lived.
+            for i in 0..4000u64 {
+                put(&mut p, i % 8, 1);
+                put(&mut p, 1_000 + i, 2);
+            }
+            let short = put(&mut p, 0, 1);
+            let long = put(&mut p, 1_000_000, 2);
+            assert!(short >= 1 && long > short, "{short} {long}");
+            // Sig 2 now rewrites sig 1's hot ring: new keys (sig 2 with
+            // an interval), never clustered yet.
+            (put(&mut p, 1, 2), short, long)
+        };
+        let (got, short, _) = run(true);
+        assert_eq!(got, short, "by the address's interval");
+        let (got, _, long) = run(false);
+        assert_eq!(got, long, "borrows its signature's stream");
     }
 
     #[test]
