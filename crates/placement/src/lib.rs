@@ -28,6 +28,8 @@ pub mod env;
 #[cfg(feature = "learn")]
 pub mod gc_age;
 pub mod hint;
+#[cfg(feature = "learn")]
+pub mod kmeans;
 pub mod lifetime;
 #[cfg(feature = "learn")]
 pub mod mapper;
