@@ -91,6 +91,8 @@ fn online_mapping_equals_offline_pcstream_on_db_bench() {
     // The daemon learns plain PC signatures (the shim looks streams up by
     // signature): the engine without refinement, as its config sets it.
     pcfg.pcstream.refine = pcstream_placement::pcstream::RefineConfig::none();
+    // Nor does it learn writes without a signature (a shim's all have one).
+    pcfg.pcstream.learn_unattributed = false;
     let erase_pages = pcfg.pcstream.mapper.erase_unit_pages;
     assert!(erase_pages > 0);
     let mut offline = PcStream::new(streams, pcfg.pcstream.clone());
