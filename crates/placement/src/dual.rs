@@ -5,6 +5,7 @@
 //! daemon sees no LBAs and runs one file-keyed [`PcStream`].
 
 use crate::gc_age::AgeClasses;
+use crate::mapper::nearest_stream;
 use crate::pcstream::{PcStream, PcStreamConfig};
 use crate::placement::{Placement, StreamId, WriteCtx};
 use crate::write_count::WriteCounts;
@@ -88,14 +89,7 @@ impl crate::placement::GcPlacement for AgeGc {
             return stream.unwrap_or(0);
         }
         let x = (now.saturating_sub(written).max(1) as f64 * 2.0).log2();
-        // Unused streams stand for NaN: never nearest.
-        let mut best: Option<usize> = None;
-        for (j, v) in c.iter().enumerate() {
-            if v.is_finite() && best.is_none_or(|b| (x - v).abs() < (x - c[b]).abs()) {
-                best = Some(j);
-            }
-        }
-        best.map_or(stream.unwrap_or(0), |b| b as StreamId + 1)
+        nearest_stream(&c, x).unwrap_or(stream.unwrap_or(0))
     }
 }
 

@@ -195,6 +195,18 @@ pub fn resolution_floor(feats: &[Feature], erase_unit_pages: u64) -> Option<f64>
     }
 }
 
+/// The stream (`centroids[s - 1]` is stream `s`'s) whose centroid is
+/// nearest `x`, the lower one on a tie; `None` without a finite centroid
+/// (unused stream ids have a NaN centroid: never nearest).
+pub fn nearest_stream(centroids: &[f64], x: f64) -> Option<StreamId> {
+    centroids
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| c.is_finite())
+        .min_by(|a, b| (x - a.1).abs().total_cmp(&(x - b.1).abs()))
+        .map(|(j, _)| j as StreamId + 1)
+}
+
 /// Pages from `now` to the next periodic check: `now / 4`, at least
 /// `first` and at most `longest` (and at least 1), so a young run is looked
 /// at often and a long one every `longest` pages.
@@ -381,15 +393,8 @@ impl Mapper {
             if !f.censored || self.assign.contains_key(&f.sig) {
                 continue;
             }
-            let x = f.log2_lifetime;
-            // Unused stream ids have a NaN centroid: never nearest.
-            let best = c
-                .iter()
-                .enumerate()
-                .filter(|(_, v)| v.is_finite())
-                .min_by(|a, b| (x - a.1).abs().total_cmp(&(x - b.1).abs()));
-            if let Some((j, _)) = best {
-                self.assign.insert(f.sig, j as StreamId + 1);
+            if let Some(s) = nearest_stream(c, f.log2_lifetime) {
+                self.assign.insert(f.sig, s);
                 added = true;
             }
         }

@@ -27,7 +27,7 @@
 //! restarts through [`PcStream::export_sigs`] / [`PcStream::import_sigs`].
 
 use crate::lifetime::{LifetimeConfig, LifetimeManager, SigStats, LBA_SPACE};
-use crate::mapper::{Mapper, MapperConfig};
+use crate::mapper::{nearest_stream, Mapper, MapperConfig};
 use crate::placement::{Placement, StreamId, WriteCtx};
 use crate::write_count::WriteCounts;
 
@@ -308,22 +308,6 @@ impl PcStream {
         (key, born.is_some())
     }
 
-    /// The data stream whose centroid is nearest `log2_lifetime`, `None`
-    /// before the first clustering.
-    fn nearest_stream(&self, log2_lifetime: f64) -> Option<StreamId> {
-        self.mapper
-            .centroids()
-            .iter()
-            .enumerate()
-            .filter(|(_, c)| c.is_finite())
-            .min_by(|a, b| {
-                (log2_lifetime - a.1)
-                    .abs()
-                    .total_cmp(&(log2_lifetime - b.1).abs())
-            })
-            .map(|(j, _)| j as StreamId + 1)
-    }
-
     /// The lifetime manager (signature statistics, counters).
     pub fn lifetimes(&self) -> &LifetimeManager {
         &self.lm
@@ -399,7 +383,7 @@ impl Placement for PcStream {
                 && writes >= MIN_SETTLED_WRITES =>
             {
                 // The bucket's middle: bucket b holds log2 intervals in [b − 1, b).
-                self.nearest_stream(interval as f64 - 0.5)
+                nearest_stream(self.mapper.centroids(), interval as f64 - 0.5)
                     .unwrap_or_else(|| self.mapper.stream(sig))
             }
             None => self.mapper.stream(sig),
