@@ -160,18 +160,22 @@ impl RefineConfig {
 
 impl PcStreamConfig {
     /// The paper's algorithm: no refinement, no hysteresis, no merging, ids
-    /// by rank.
+    /// by rank, new keys only at re-clusterings, unattributed writes not
+    /// learnt.
     pub fn paper() -> Self {
-        let mut c = PcStreamConfig {
-            refine: RefineConfig::none(),
-            ..Default::default()
-        };
-        c.mapper.hysteresis_log2 = 0.0;
-        c.mapper.min_gap_log2 = 0.0;
-        c.mapper.stable_ids = false;
-        c.mapper.place_new_keys = false;
-        c.learn_unattributed = false;
-        c
+        PcStreamConfig::default().into_paper()
+    }
+
+    /// `self` with everything the paper does not have turned off (the
+    /// other tunables kept).
+    pub fn into_paper(mut self) -> Self {
+        self.refine = RefineConfig::none();
+        self.mapper.hysteresis_log2 = 0.0;
+        self.mapper.min_gap_log2 = 0.0;
+        self.mapper.stable_ids = false;
+        self.mapper.place_new_keys = false;
+        self.learn_unattributed = false;
+        self
     }
 }
 
@@ -248,17 +252,10 @@ impl PcStream {
         }
     }
 
-    /// The paper's algorithm under the name `pcstream-paper`: `cfg` with
-    /// refinement, hysteresis, merging and stable stream ids off.
+    /// The paper's algorithm under the name `pcstream-paper`: `cfg`
+    /// [`PcStreamConfig::into_paper`].
     pub fn paper(streams: u32, cfg: PcStreamConfig) -> Self {
-        let mut cfg = cfg;
-        cfg.refine = RefineConfig::none();
-        cfg.mapper.hysteresis_log2 = 0.0;
-        cfg.mapper.min_gap_log2 = 0.0;
-        cfg.mapper.stable_ids = false;
-        cfg.mapper.place_new_keys = false;
-        cfg.learn_unattributed = false;
-        let mut p = PcStream::new(streams, cfg);
+        let mut p = PcStream::new(streams, cfg.into_paper());
         p.name = "pcstream-paper";
         p
     }
@@ -475,12 +472,18 @@ pub(crate) mod tests {
                 censor_min_age: 256,
                 ..Default::default()
             },
-            key_by_lba: false,
-            refine: RefineConfig::default(),
-            gc_by_age: false,
-            gc_streams: None,
-            gc_age_only: false,
-            learn_unattributed: true,
+            ..Default::default()
+        }
+    }
+
+    /// A one-page write at LBA `lpn` (no file) at time `t`.
+    fn at_lba(t: u64, lpn: u64, sig: Option<u64>) -> WriteCtx {
+        WriteCtx {
+            time: t,
+            lpn,
+            pages: 1,
+            signature: sig,
+            ..Default::default()
         }
     }
 
@@ -554,15 +557,8 @@ pub(crate) mod tests {
             );
             let mut t = 0;
             let mut put = |p: &mut PcStream, lpn: u64, sig: Option<u64>| {
-                let w = WriteCtx {
-                    time: t,
-                    lpn,
-                    pages: 1,
-                    signature: sig,
-                    ..Default::default()
-                };
                 t += 1;
-                p.place(&w)
+                p.place(&at_lba(t - 1, lpn, sig))
             };
             let mut last = [0; 4];
             for i in 0..6000u64 {
@@ -607,15 +603,8 @@ pub(crate) mod tests {
             );
             let mut t = 0;
             let mut put = |p: &mut PcStream, lpn: u64, sig: u64| {
-                let w = WriteCtx {
-                    time: t,
-                    lpn,
-                    pages: 1,
-                    signature: Some(sig),
-                    ..Default::default()
-                };
                 t += 1;
-                p.place(&w)
+                p.place(&at_lba(t - 1, lpn, Some(sig)))
             };
             // Sig 1 rewrites a ring of 8 pages (short-lived); sig 2 fills
             // fresh pages (never rewritten): its bare key is long-lived.
@@ -645,14 +634,7 @@ pub(crate) mod tests {
             } else {
                 (5000 + t, 2)
             };
-            let w = WriteCtx {
-                time: t,
-                lpn,
-                pages: 1,
-                signature: Some(sig),
-                ..Default::default()
-            };
-            p.place(&w);
+            p.place(&at_lba(t, lpn, Some(sig)));
             if t % 2 == 1 && t > 600 {
                 p.trim(5000 + t - 600, 1, t);
             }
