@@ -5,8 +5,8 @@
 //! status line (uptime, clients, events/s, drops, signatures, RSS), a
 //! sparkline of events/s, the streams (hint, signatures, bytes, centroid
 //! lifetime), the top contexts (stream, bytes, lifetime estimate, programs,
-//! call path, symbolized) and the re-clusters seen (mapping updates the
-//! daemon's Watch stream sends). `q`, Esc or Ctrl-C leave it; the terminal
+//! call path, symbolized) and the mapping updates the daemon's Watch stream
+//! sends (each re-clustering, and each new signature placed between them). `q`, Esc or Ctrl-C leave it; the terminal
 //! is restored on every exit path (ratatui's panic hook included).
 //!
 //! Otherwise: one plain line per refresh and one per mapping update
@@ -26,8 +26,8 @@ use std::path::Path;
 
 /// Events/s samples kept for the sparkline.
 const HISTORY: usize = 240;
-/// Re-clusters listed.
-const RECLUSTERS: usize = 50;
+/// Mapping updates listed.
+const KEPT_UPDATES: usize = 50;
 /// Contexts listed.
 const TOP: u32 = 20;
 
@@ -132,7 +132,7 @@ struct View {
     contexts: Vec<serde_json::Value>,
     rates: VecDeque<u64>,
     /// (time, generation, uid, signatures mapped), newest first.
-    reclusters: VecDeque<(String, u64, u32, usize)>,
+    updates: VecDeque<(String, u64, u32, usize)>,
     seen: u64,
     sym: Option<crate::symbolize::Symbolizer>,
 }
@@ -144,9 +144,9 @@ impl View {
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_secs());
         let hms = format!("{:02}:{:02}:{:02}", t / 3600 % 24, t / 60 % 60, t % 60);
-        self.reclusters
+        self.updates
             .push_front((hms, u.generation, u.uid, u.signature_to_stream.len()));
-        self.reclusters.truncate(RECLUSTERS);
+        self.updates.truncate(KEPT_UPDATES);
     }
 
     fn refresh(
@@ -192,7 +192,7 @@ impl View {
                     s.version, s.uptime_s, s.clients, s.events, s.events_per_s, s.events_dropped, s.malformed
                 )),
                 Line::from(format!(
-                    "signatures {} in {} learner(s)  mapping generation {}  re-clusters seen {}  live chunks {}/{}  RSS {:.1} MiB",
+                    "signatures {} in {} learner(s)  mapping generation {}  mapping updates seen {}  live chunks {}/{}  RSS {:.1} MiB",
                     s.signatures, s.learners, s.mapping_generation, self.seen, s.live_chunks,
                     s.live_chunks_cap, s.rss_bytes as f64 / 1048576.0
                 )),
@@ -309,7 +309,7 @@ impl View {
             ctx,
         );
         let items: Vec<ListItem<'_>> = self
-            .reclusters
+            .updates
             .iter()
             .map(|(t, g, uid, n)| {
                 let uid = if *uid == u32::MAX {
@@ -324,7 +324,7 @@ impl View {
             List::new(items).block(
                 Block::default()
                     .borders(Borders::ALL)
-                    .title(" re-clusters "),
+                    .title(" mapping updates "),
             ),
             recl,
         );
