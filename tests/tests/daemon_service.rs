@@ -230,7 +230,7 @@ fn watch_on_a_terminal_draws_the_live_view_and_quits_on_q_and_ctrl_c() {
             "streams",
             "top",
             "contexts",
-            "re-clusters",
+            "updates",
             "events/s",
             "CALL",
         ] {
