@@ -226,14 +226,7 @@ fn watch_on_a_terminal_draws_the_live_view_and_quits_on_q_and_ctrl_c() {
         let enter = text.find("\x1b[?1049h").expect("alternate screen entered");
         let leave = text.rfind("\x1b[?1049l").expect("alternate screen left");
         assert!(enter < leave);
-        for w in [
-            "streams",
-            "top",
-            "contexts",
-            "updates",
-            "events/s",
-            "CALL",
-        ] {
+        for w in ["streams", "top", "contexts", "updates", "events/s", "CALL"] {
             assert!(text.contains(w), "{w} not drawn:\n{text}");
         }
     }
