@@ -8,9 +8,10 @@
 # through every policy with `pcstreamctl compare` and rewrites
 # docs/results.md (+ SVG charts in docs/results/). By default the RocksDB
 # workloads run at the paper's emulator scale (12 GiB device, 900k keys of
-# 8 KiB: about 25 min per recording set on 2 cores); --full runs them at the
-# bench's halved scale (hundreds of MiB, seconds), --quick in seconds for
-# the tests. Every workload is recorded --repeats times (default 3; 1 with
+# 8 KiB: about 25 min per recording set on 2 cores), SQLite and the two
+# mixes on devices of several GiB too (gcc alone stays on 64 MiB: see
+# bench/README.md); --full runs them all at the bench's small scale
+# (hundreds of MiB, seconds), --quick in seconds for the tests. Every workload is recorded --repeats times (default 3; 1 with
 # --quick) and the results report the spread between recordings.
 # --resume keeps the recordings already in DIR and records only the missing
 # ones (an interrupted run, or more --repeats). --replay-only records nothing and replays the traces already in DIR
@@ -41,7 +42,7 @@ while [ $# -gt 0 ]; do
     --no-build) build=0 ;;
     --replay-only) replay_only=1 ;;
     --resume) resume=1 ;;
-    -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
     *) echo "bench/run.sh: unknown option $1" >&2; exit 2 ;;
   esac
   shift
