@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/sendfile.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -139,6 +140,46 @@ int main(int argc, char **argv) {
     SHOW("pwritev2 RWF_APPEND", pwritev2(sf, &one, 1, 0, RWF_APPEND));
     SHOW("size setfl", file_size(p("setfl")));
     SHOW("close setfl", close(sf));
+
+    /* --- kernel-side copies (copy_file_range, sendfile, splice) --- */
+    int cs = open(p("csrc"), O_RDWR | O_CREAT | O_TRUNC, 0644);
+    SHOW("write csrc", write(cs, buf, 8192));
+    int cd = open(p("cdst"), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    loff_t in_off = 0, out_off = 5000;
+    SHOW("lseek csrc 0", lseek(cs, 0, SEEK_SET));
+    SHOW("copy_file_range at position", copy_file_range(cs, NULL, cd, NULL, 3000, 0));
+    SHOW("copy_file_range at offset", copy_file_range(cs, &in_off, cd, &out_off, 1000, 0));
+    printf("%-40s in=%lld out=%lld\n", "copy_file_range offsets", (long long)in_off,
+           (long long)out_off);
+    SHOW("lseek cdst pos", lseek(cd, 0, SEEK_CUR));
+    SHOW("copy_file_range EINVAL flags", copy_file_range(cs, &in_off, cd, &out_off, 10, 1));
+    SHOW("copy_file_range EBADF", copy_file_range(cs, NULL, -1, NULL, 10, 0));
+    SHOW("copy_file_range EFAULT off_out", copy_file_range(cs, &in_off, cd, (loff_t *)8, 10, 0));
+    SHOW("copy_file_range EBADF read-only out", copy_file_range(cs, &in_off, ro, NULL, 10, 0));
+    SHOW("copy_file_range at position again", copy_file_range(cs, NULL, cd, NULL, 10, 0));
+    off_t s_off = 100;
+    SHOW("sendfile ok", sendfile(cd, cs, &s_off, 2000));
+    printf("%-40s in=%lld\n", "sendfile offset", (long long)s_off);
+    off64_t s_off64 = 0;
+    SHOW("sendfile64 ok", sendfile64(cd, cs, &s_off64, 1000));
+    SHOW("sendfile EBADF", sendfile(-1, cs, NULL, 10));
+    SHOW("sendfile EFAULT offset", sendfile(cd, cs, (off_t *)8, 10));
+    int sp[2];
+    SHOW("pipe for splice", pipe(sp));
+    SHOW("write pipe 700", write(sp[1], buf, 700));
+    loff_t sp_off = 8000;
+    SHOW("splice pipe to file at offset", splice(sp[0], NULL, cd, &sp_off, 500, 0));
+    printf("%-40s out=%lld\n", "splice offset", (long long)sp_off);
+    SHOW("splice pipe to file at position", splice(sp[0], NULL, cd, NULL, 200, SPLICE_F_MOVE));
+    SHOW("splice file to pipe", splice(cs, &in_off, sp[1], NULL, 300, 0));
+    SHOW("splice EINVAL two files", splice(cs, NULL, cd, NULL, 10, 0));
+    SHOW("splice EBADF", splice(-1, NULL, cd, NULL, 10, 0));
+    SHOW("lseek cdst end", lseek(cd, 0, SEEK_CUR));
+    SHOW("close sp0", close(sp[0]));
+    SHOW("close sp1", close(sp[1]));
+    SHOW("close csrc", close(cs));
+    SHOW("close cdst", close(cd));
+    dump(p("cdst"));
 
     /* --- stdio --- */
     FILE *f = fopen(p("stdio"), "w");

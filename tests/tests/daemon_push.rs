@@ -12,8 +12,9 @@
 
 mod daemon_common;
 
-use daemon_common::{rw_hint, under_shim, Daemon};
+use daemon_common::{under_shim, Daemon};
 use pcstream_tests::require_tool;
+use pcstream_tests::rw_hint;
 use std::path::Path;
 use std::process::Command;
 

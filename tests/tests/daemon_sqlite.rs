@@ -16,11 +16,12 @@
 mod app_common;
 mod daemon_common;
 
-use daemon_common::{rw_hint, Daemon};
+use daemon_common::Daemon;
 use pcstream_placement::env as var;
 use pcstream_placement::hint::RwHint;
 use pcstream_placement::wire::event::Kind;
 use pcstream_tests::require_tool;
+use pcstream_tests::rw_hint;
 use std::collections::BTreeMap;
 use std::path::Path;
 

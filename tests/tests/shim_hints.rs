@@ -200,3 +200,81 @@ fn the_hint_is_set_once_per_file_not_per_write() {
         "one F_SET_RW_HINT per file for 32 writes:\n{trace}"
     );
 }
+
+/// The write events to `dst` in a recorded run of `bin args` (every
+/// process: `python3` may be a launcher script).
+fn recorded_copy(
+    bin: &std::path::Path,
+    args: &[&str],
+    dst: &std::path::Path,
+) -> Vec<(u64, u64, i32, u64)> {
+    let rec = tempfile::tempdir().unwrap();
+    Run::record(rec.path()).stdout(bin, args);
+    traces(rec.path())
+        .iter()
+        .flat_map(|t| {
+            writes_to(t, dst)
+                .into_iter()
+                .map(|w| (w.offset, w.len, w.call, w.signature))
+        })
+        .collect()
+}
+
+/// `cp` (coreutils 9: `copy_file_range`) and Python's `shutil.copyfile`
+/// (`sendfile`) copy in the kernel, without a `write`: the copy is traced
+/// as written by the calling path, and the mapped stream's hint lands on
+/// the copy.
+#[test]
+fn kernel_side_copies_by_cp_and_python_are_traced_and_hinted() {
+    pcstream_tests::require_tool("python3", "python3");
+    let cp = pcstream_tests::which("cp").expect("cp");
+    let py = pcstream_tests::which("python3").unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let src = work.path().join("src");
+    let data: Vec<u8> = (0..(3 << 20) + 123)
+        .map(|i: u32| (i * 7 + i / 4096) as u8)
+        .collect();
+    std::fs::write(&src, &data).unwrap();
+    let s = src.to_str().unwrap();
+    let copy_py = "import shutil, sys; shutil.copyfile(sys.argv[1], sys.argv[2])";
+    let copy = wire::WriteCall::Copy as i32;
+    let mut sigs = vec![];
+    for (bin, script) in [(&cp, None), (&py, Some(copy_py))] {
+        let dst = work.path().join("learnt");
+        let mut a: Vec<&str> = script.map(|x| vec!["-c", x]).unwrap_or_default();
+        a.extend([s, dst.to_str().unwrap()]);
+        let w = recorded_copy(bin, &a, &dst);
+        assert!(
+            !w.is_empty(),
+            "{} wrote nothing the trace saw",
+            bin.display()
+        );
+        assert!(w.iter().all(|x| x.2 == copy && x.3 == w[0].3), "{w:?}");
+        let total: u64 = w.iter().map(|x| x.1).sum();
+        assert_eq!(total, data.len() as u64, "{w:?}");
+        assert_eq!(w[0].0, 0, "{w:?}");
+        assert_eq!(std::fs::read(&dst).unwrap(), data);
+        std::fs::remove_file(&dst).unwrap();
+        sigs.push(w[0].3);
+    }
+    assert_ne!(sigs[0], sigs[1], "cp's and python's copy paths");
+
+    let cfg = tempfile::tempdir().unwrap();
+    let map = cfg.path().join("streams.map");
+    std::fs::write(&map, format!("{:016x} 2\n{:016x} 3\n", sigs[0], sigs[1])).unwrap();
+    for (i, (bin, script)) in [(&cp, None), (&py, Some(copy_py))].into_iter().enumerate() {
+        let dst = work.path().join(format!("copy{i}"));
+        let mut a: Vec<&str> = script.map(|x| vec!["-c", x]).unwrap_or_default();
+        a.extend([s, dst.to_str().unwrap()]);
+        Run::shim()
+            .env(var::MAP, map.to_str().unwrap())
+            .stdout(bin, &a);
+        assert_eq!(std::fs::read(&dst).unwrap(), data, "the copy is intact");
+        assert_eq!(
+            pcstream_tests::rw_hint(&dst),
+            RwHint::for_stream(i as u32 + 2).raw(),
+            "{}'s copy carries its stream's hint",
+            bin.display()
+        );
+    }
+}

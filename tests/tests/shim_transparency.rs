@@ -81,6 +81,28 @@ fn recorded_events_describe_the_calls() {
         .map(|e| (e.offset, e.len))
         .collect();
     assert_eq!(partial, vec![(0, 8192), (8192, 1808)]);
+    // Kernel-side copies: copy_file_range 3000 at the position (0) and
+    // 1000 at *off_out (5000), 10 at the position (3000); sendfile 2000
+    // and sendfile64 1000 at the position (3010, 5010); splice 500 at
+    // *off_out (8000) and 200 at the position (6010). Failed calls and a
+    // splice into a pipe leave nothing.
+    let copies: Vec<_> = writes_to(&t, &work.path().join("cdst"))
+        .iter()
+        .map(|e| (e.offset, e.len, e.call))
+        .collect();
+    let c = wire::WriteCall::Copy as i32;
+    assert_eq!(
+        copies,
+        vec![
+            (0, 3000, c),
+            (5000, 1000, c),
+            (3000, 10, c),
+            (3010, 2000, c),
+            (5010, 1000, c),
+            (8000, 500, c),
+            (6010, 200, c)
+        ]
+    );
     // O_APPEND: the second write lands at the end despite lseek(0).
     let app: Vec<_> = writes_to(&t, &work.path().join("append"))
         .iter()

@@ -6,11 +6,9 @@
 #![allow(dead_code)]
 
 use pcstream_placement::env as var;
-use pcstream_placement::hint::F_GET_RW_HINT;
 use pcstream_placement::table::TableView;
 use pcstream_placement::wire::{self, event::Kind};
 use prost::Message;
-use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixDatagram;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -231,16 +229,6 @@ pub fn two_lifetimes(rounds: u64) -> Vec<wire::Event> {
         evs.push(page_write(7, round % 64, 6));
     }
     evs
-}
-
-/// The hint on the file at `p` (`F_GET_RW_HINT`).
-pub fn rw_hint(p: &Path) -> u64 {
-    let f = std::fs::File::open(p).unwrap();
-    let mut v = 0u64;
-    // SAFETY: F_GET_RW_HINT writes one u64 we own.
-    let rc = unsafe { libc::fcntl(f.as_raw_fd(), F_GET_RW_HINT, &mut v as *mut u64) };
-    assert_eq!(rc, 0, "F_GET_RW_HINT: {}", std::io::Error::last_os_error());
-    v
 }
 
 /// `cmd` under the shim attached to `d` (batches flushed every 20 ms).

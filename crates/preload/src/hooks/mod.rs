@@ -15,9 +15,9 @@
 //! 6. returns the real call's result.
 //!
 //! The bodies live by what they do: [`writes`] (the hot write family),
-//! [`stdio`], [`paths`] (open, truncate, unlink, rename),
-//! [`descriptors`] (fcntl, close, dup, lseek, sync) and [`process`] (exec,
-//! dlopen, `_exit`). The variadic stdio entry points (`fprintf`, `printf`
+//! [`copies`] (`copy_file_range`, `sendfile`, `splice`), [`stdio`],
+//! [`paths`] (open, truncate, unlink, rename), [`descriptors`] (fcntl,
+//! close, dup, lseek, sync) and [`process`] (exec, dlopen, `_exit`). The variadic stdio entry points (`fprintf`, `printf`
 //! and their `_chk` forms) jump to tiny C wrappers in `stdio.c` that call
 //! the `vfprintf` body with their own frame address as the record; the
 //! variadic `execl`, `execlp` and `execle` jump to wrappers in `exec.c`
@@ -31,6 +31,7 @@
 //! to end, one more code line and a deeper stack, for no measurable gain
 //! when passing through.)
 
+pub mod copies;
 pub mod descriptors;
 pub mod paths;
 pub mod process;
@@ -40,7 +41,7 @@ pub mod writes;
 
 use crate::hot::{HOT_PWRITE, HOT_PWRITE64};
 use descriptors::{CloseRangeFn, Dup2Fn, Dup3Fn, FallocateFn, FcntlFn, FdFn, FtruncateFn, LseekFn};
-use libc::{c_char, c_int, c_uint, c_void, iovec, mode_t, off_t, size_t, ssize_t, FILE};
+use libc::{c_char, c_int, c_uint, c_void, iovec, loff_t, mode_t, off_t, size_t, ssize_t, FILE};
 use paths::{OpenAtFn, OpenFn};
 use shape::{bind_regs, hooks, jumps};
 
@@ -63,6 +64,14 @@ hooks! {
         => writes::pwritev2;
     pwritev64v2(fd: c_int, iov: *const iovec, cnt: c_int, off: off_t, fl: c_int) -> ssize_t
         => writes::pwritev2;
+    copy_file_range(fd_in: c_int, off_in: *mut loff_t, fd_out: c_int, off_out: *mut loff_t,
+        len: size_t, flags: c_uint) -> ssize_t [six] => copies::copy;
+    splice(fd_in: c_int, off_in: *mut loff_t, fd_out: c_int, off_out: *mut loff_t,
+        len: size_t, flags: c_uint) -> ssize_t [six] => copies::copy;
+    sendfile(out_fd: c_int, in_fd: c_int, offset: *mut off_t, count: size_t) -> ssize_t
+        => copies::sendfile;
+    sendfile64(out_fd: c_int, in_fd: c_int, offset: *mut off_t, count: size_t) -> ssize_t
+        => copies::sendfile;
 
     fwrite(p: *const c_void, size: size_t, n: size_t, f: *mut FILE) -> size_t => stdio::fwrite;
     fwrite_unlocked(p: *const c_void, size: size_t, n: size_t, f: *mut FILE) -> size_t

@@ -6,17 +6,19 @@
 //!
 //! **Trampolines.** Each exported symbol is a naked function that pushes the
 //! caller's `rbp` and passes a pointer to the synthetic frame record
-//! `{rbp, return address}` as the 6th integer argument (`r9`; no hooked
-//! function takes six) to its adapter, then returns what it returns. The
-//! signature capture starts from that record. They carry CFI so unwinders
-//! (debuggers, profilers, the forced unwinding of `pthread_cancel`) can step
-//! through.
+//! `{rbp, return address}` as the 6th integer argument (`r9`) to its
+//! adapter, then returns what it returns. A row marked `[six]` (a function
+//! that takes six arguments: `copy_file_range`, `splice`) keeps `r9` and
+//! passes the record as the 7th argument, on the stack. The signature
+//! capture starts from that record. They carry CFI so unwinders (debuggers,
+//! profilers, the forced unwinding of `pthread_cancel`) can step through.
 //!
 //! **Adapters.** An adapter has the fixed C shape `(a, b, c, d, e: usize,
-//! rec)` and gives each register the type the table declares for it
-//! ([`Reg`]: on x86-64 an `int` argument is the low half of its register, a
-//! pointer the whole register), so the table needs no padding per arity. It
-//! then calls the row's body with the real function's [`Real`] and `rec`.
+//! rec)` (`[six]`: `(a, b, c, d, e, f: usize, rec)`) and gives each
+//! register the type the table declares for it ([`Reg`]: on x86-64 an
+//! `int` argument is the low half of its register, a pointer the whole
+//! register), so the table needs no padding per arity. It then calls the
+//! row's body with the real function's [`Real`] and `rec`.
 //!
 //! [`Real`]: crate::real::Real
 
@@ -67,9 +69,10 @@ macro_rules! bind_regs {
 }
 
 /// The hook table: one row per interposed symbol,
-/// `$(#[attr])* symbol(arg: type, ...) -> result [as RealType] => body;`
+/// `$(#[attr])* symbol(arg: type, ...) -> result [as RealType] [[six]] => body;`
 /// where `RealType` is the real function's type when it is not
-/// `unsafe extern "C" fn(types...) -> result` (variadic functions), and
+/// `unsafe extern "C" fn(types...) -> result` (variadic functions), `[six]`
+/// marks a function of six arguments (see the module docs), and
 /// `body(&REAL, args..., rec)` does the work. Attributes go to the adapter
 /// (e.g. the hot section of the write family). Generates, per row:
 /// - `reals::symbol`, the [`Real`](crate::real::Real) the body calls;
@@ -81,7 +84,7 @@ macro_rules! hooks {
     ($(
         $(#[$attr:meta])*
         $sym:ident($($arg:ident : $ty:ty),* $(,)?) -> $ret:ty
-        $(as $real:ty)? => $body:path;
+        $(as $real:ty)? $([$six:ident])? => $body:path;
     )*) => {
         /// The real function behind every hooked symbol (`dlsym(RTLD_NEXT)`).
         #[allow(non_upper_case_globals)]
@@ -108,53 +111,108 @@ macro_rules! hooks {
         }
 
         $(
-            #[doc = concat!("Interposed `", stringify!($sym), "` (trampoline to its adapter).")]
-            ///
-            /// # Safety
-            /// Called by C code with the C signature of the libc function of the same name.
-            #[unsafe(naked)]
-            #[no_mangle]
-            #[link_section = ".text.hot.pcstream"]
-            pub unsafe extern "C" fn $sym() {
-                core::arch::naked_asm!(
-                    ".cfi_startproc",
-                    "push rbp",
-                    ".cfi_adjust_cfa_offset 8",
-                    ".cfi_rel_offset rbp, 0",
-                    "mov r9, rsp",
-                    "call {f}",
-                    "pop rbp",
-                    ".cfi_adjust_cfa_offset -8",
-                    ".cfi_restore rbp",
-                    "ret",
-                    ".cfi_endproc",
-                    f = sym $sym::adapter,
-                )
-            }
+            hooks!(@trampoline [$($six)?] $sym);
 
             #[doc = concat!("The adapter of `", stringify!($sym), "`.")]
             mod $sym {
                 use super::*;
 
-                #[allow(unused_variables)]
-                $(#[$attr])*
-                pub(super) unsafe extern "C" fn adapter(
-                    a: usize,
-                    b: usize,
-                    c: usize,
-                    d: usize,
-                    e: usize,
-                    rec: $crate::hooks::shape::Rec,
-                ) -> $ret {
-                    bind_regs!([a b c d e] $($arg: $ty),*);
-                    // SAFETY: the C caller's arguments, with its contract.
-                    unsafe { $body(&reals::$sym, $($arg,)* rec) }
-                }
+                hooks!(@adapter [$($six)?] [$(#[$attr])*] $sym($($arg: $ty),*) -> $ret => $body);
             }
         )*
     };
     (@real_ty $real:ty ; $default:ty) => { $real };
     (@real_ty ; $default:ty) => { $default };
+    (@trampoline [] $sym:ident) => {
+        #[doc = concat!("Interposed `", stringify!($sym), "` (trampoline to its adapter).")]
+        ///
+        /// # Safety
+        /// Called by C code with the C signature of the libc function of the same name.
+        #[unsafe(naked)]
+        #[no_mangle]
+        #[link_section = ".text.hot.pcstream"]
+        pub unsafe extern "C" fn $sym() {
+            core::arch::naked_asm!(
+                ".cfi_startproc",
+                "push rbp",
+                ".cfi_adjust_cfa_offset 8",
+                ".cfi_rel_offset rbp, 0",
+                "mov r9, rsp",
+                "call {f}",
+                "pop rbp",
+                ".cfi_adjust_cfa_offset -8",
+                ".cfi_restore rbp",
+                "ret",
+                ".cfi_endproc",
+                f = sym $sym::adapter,
+            )
+        }
+    };
+    // Six arguments: `r9` is the sixth, so the record goes on the stack as
+    // the 7th (padded so that `rsp` is 16-byte aligned at the call).
+    (@trampoline [six] $sym:ident) => {
+        #[doc = concat!("Interposed `", stringify!($sym), "` (trampoline to its adapter; six arguments).")]
+        ///
+        /// # Safety
+        /// Called by C code with the C signature of the libc function of the same name.
+        #[unsafe(naked)]
+        #[no_mangle]
+        pub unsafe extern "C" fn $sym() {
+            core::arch::naked_asm!(
+                ".cfi_startproc",
+                "push rbp",
+                ".cfi_adjust_cfa_offset 8",
+                ".cfi_rel_offset rbp, 0",
+                "mov rax, rsp",
+                "sub rsp, 8",
+                ".cfi_adjust_cfa_offset 8",
+                "push rax",
+                ".cfi_adjust_cfa_offset 8",
+                "call {f}",
+                "add rsp, 16",
+                ".cfi_adjust_cfa_offset -16",
+                "pop rbp",
+                ".cfi_adjust_cfa_offset -8",
+                ".cfi_restore rbp",
+                "ret",
+                ".cfi_endproc",
+                f = sym $sym::adapter,
+            )
+        }
+    };
+    (@adapter [] [$(#[$attr:meta])*] $sym:ident($($arg:ident : $ty:ty),*) -> $ret:ty => $body:path) => {
+        #[allow(unused_variables)]
+        $(#[$attr])*
+        pub(super) unsafe extern "C" fn adapter(
+            a: usize,
+            b: usize,
+            c: usize,
+            d: usize,
+            e: usize,
+            rec: $crate::hooks::shape::Rec,
+        ) -> $ret {
+            bind_regs!([a b c d e] $($arg: $ty),*);
+            // SAFETY: the C caller's arguments, with its contract.
+            unsafe { $body(&reals::$sym, $($arg,)* rec) }
+        }
+    };
+    (@adapter [six] [$(#[$attr:meta])*] $sym:ident($($arg:ident : $ty:ty),*) -> $ret:ty => $body:path) => {
+        #[allow(unused_variables, clippy::too_many_arguments)]
+        $(#[$attr])*
+        pub(super) unsafe extern "C" fn adapter(
+            a: usize,
+            b: usize,
+            c: usize,
+            d: usize,
+            e: usize,
+            f: usize,
+            rec: $crate::hooks::shape::Rec,
+        ) -> $ret {
+            bind_regs!([a b c d e f] $($arg: $ty),*);
+            // SAFETY: the C caller's arguments, with its contract.
+            unsafe { $body(&reals::$sym, $($arg,)* rec) }
+        }
+    };
 }
 
 /// Variadic entry points that jump to C wrappers (`stdio.c`, `exec.c`),

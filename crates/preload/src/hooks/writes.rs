@@ -1,6 +1,7 @@
 //! The write family's bodies (`write`, `pwrite`, `writev`, `pwritev`,
 //! `pwritev2` and their 64-bit twins): every one is [`traced`], differing
-//! only in the real call, the offset it reports and the `WriteCall` kind.
+//! only in the real call, the offset it reports and the `WriteCall` kind
+//! (the kernel-side copies in [`super::copies`] too).
 //! In the hot section (`build.rs` keeps `.text.hot.*` together).
 
 use super::shape::Rec;
@@ -32,7 +33,7 @@ pub type Pwritev2Fn = unsafe extern "C" fn(c_int, *const iovec, c_int, off_t, c_
 /// `rec` is the trampoline's frame record; `call` forwards the
 /// application's arguments with the real function's contract.
 #[inline(always)]
-unsafe fn traced<F: Copy>(
+pub(super) unsafe fn traced<F: Copy>(
     real: Option<F>,
     fd: c_int,
     rec: Rec,
