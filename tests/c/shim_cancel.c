@@ -1,14 +1,19 @@
-/* pthread_cancel of a thread blocked in write() under the shim: the forced
- * unwind must pass through the shim's frames into the application's, so the
- * application's cleanups run (here a cleanup attribute, compiled with
- * -fexceptions, as C++ destructors would). Prints what ran. */
+/* pthread_cancel of a thread blocked in write() under the shim, then of one
+ * blocked in splice() (a six-argument hook, whose trampoline passes its
+ * record on the stack): the forced unwind must pass through the shim's
+ * frames into the application's, so the application's cleanups run (here a
+ * cleanup attribute, compiled with -fexceptions, as C++ destructors would).
+ * Prints what ran. */
 #define _GNU_SOURCE
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
 static int p[2];
+static int q[2];
+static int devnull;
 
 static void done(int *x) {
     (void)x;
@@ -24,20 +29,33 @@ __attribute__((noinline)) static void writer(void) {
     (void)g;
 }
 
+/* Blocks in splice() reading the empty pipe q. */
+__attribute__((noinline)) static void splicer(void) {
+    int g __attribute__((cleanup(done))) = 0;
+    for (;;) splice(q[0], NULL, devnull, NULL, 4096, 0);
+    (void)g;
+}
+
 static void *thread(void *a) {
-    (void)a;
-    writer();
+    ((void (*)(void))a)();
     return NULL;
 }
 
-int main(void) {
-    if (pipe(p) != 0) return 1;
+static void cancel(const char *what, void (*body)(void)) {
     pthread_t th;
-    pthread_create(&th, NULL, thread, NULL);
-    usleep(100000); /* let it fill the pipe and block */
+    pthread_create(&th, NULL, thread, (void *)body);
+    usleep(100000); /* let it block */
     pthread_cancel(th);
     void *r;
     pthread_join(th, &r);
-    printf("cancelled=%d\n", r == PTHREAD_CANCELED);
+    printf("%s cancelled=%d\n", what, r == PTHREAD_CANCELED);
+}
+
+int main(void) {
+    if (pipe(p) != 0 || pipe(q) != 0) return 1;
+    devnull = open("/dev/null", O_WRONLY);
+    if (devnull < 0) return 1;
+    cancel("write", writer);
+    cancel("splice", splicer);
     return 0;
 }

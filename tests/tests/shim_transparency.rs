@@ -306,13 +306,17 @@ fn signals_interrupting_writes_pass_eintr_through() {
 #[test]
 fn pthread_cancel_in_write_runs_the_applications_cleanups() {
     // The shim's trampolines carry unwind info: the forced unwind of a
-    // cancelled write() reaches the application's frames and their cleanups.
+    // cancelled write() or splice() (six arguments: the other trampoline)
+    // reaches the application's frames and their cleanups.
     let bin = program(
         "shim_cancel",
         &["-O2", "-fexceptions", "-fno-omit-frame-pointer"],
     );
     let plain = Run::plain().stdout(&bin, &[]);
-    assert_eq!(plain, "cleanup ran\ncancelled=1\n");
+    assert_eq!(
+        plain,
+        "cleanup ran\nwrite cancelled=1\ncleanup ran\nsplice cancelled=1\n"
+    );
     let rec = tempfile::tempdir().unwrap();
     assert_eq!(Run::record(rec.path()).stdout(&bin, &[]), plain);
     assert_eq!(Run::shim().stdout(&bin, &[]), plain);
