@@ -14,6 +14,7 @@
 #   qemu-system-x86_64, debootstrap, cpio, zstd   tests/qemu (the NVMe target under a Linux guest)
 #   CPython's tests libpython3.11-testsuite  shim_cpython_tests (a real application's own test suite under the shim)
 #   initdb, pgbench postgresql     daemon_postgres (a database server under the shim with the daemon)
+#   fio             fio (+ libaio1)  shim_aio (a real program writing with libaio's io_submit)
 set -euo pipefail
 need=()
 check() { command -v "$1" >/dev/null || need+=("$2"); }
@@ -33,6 +34,7 @@ check qemu-system-x86_64 qemu-system-x86
 check debootstrap debootstrap
 check cpio cpio
 check zstd zstd
+check fio fio
 [ -e /usr/lib/python3.11/test/test_subprocess.py ] || need+=(libpython3.11-testsuite)
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need+=(postgresql)
 command -v cargo >/dev/null || { echo "install-deps: cargo not found: install Rust (rustup) first" >&2; exit 1; }

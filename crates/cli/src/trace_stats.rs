@@ -58,6 +58,7 @@ fn call_name(c: i32) -> &'static str {
         Ok(wire::WriteCall::StdioFlush) => "stdio_flush",
         Ok(wire::WriteCall::Fallocate) => "fallocate",
         Ok(wire::WriteCall::Copy) => "copy",
+        Ok(wire::WriteCall::Aio) => "aio",
         _ => "unspecified",
     }
 }

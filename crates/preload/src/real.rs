@@ -62,6 +62,15 @@ impl<F: Copy> Real<F> {
         self.get()
     }
 
+    /// [`Real::get`] for a function of a library that may be loaded after
+    /// start-up (`dlopen`): a symbol missing so far is looked up again.
+    pub fn get_late(&self) -> Option<F> {
+        if self.addr.load(Ordering::Relaxed) == MISSING {
+            self.resolve();
+        }
+        self.get()
+    }
+
     /// The real function, `None` when this libc does not have it.
     #[inline(always)]
     pub fn get(&self) -> Option<F> {

@@ -15,7 +15,8 @@
 //! 6. returns the real call's result.
 //!
 //! The bodies live by what they do: [`writes`] (the hot write family),
-//! [`copies`] (`copy_file_range`, `sendfile`, `splice`), [`stdio`],
+//! [`copies`] (`copy_file_range`, `sendfile`, `splice`), [`aio`]
+//! (libaio's `io_submit`), [`stdio`],
 //! [`paths`] (open, truncate, unlink, rename), [`descriptors`] (fcntl,
 //! close, dup, lseek, sync) and [`process`] (exec, dlopen, `_exit`). The variadic stdio entry points (`fprintf`, `printf`
 //! and their `_chk` forms) jump to tiny C wrappers in `stdio.c` that call
@@ -31,6 +32,7 @@
 //! to end, one more code line and a deeper stack, for no measurable gain
 //! when passing through.)
 
+pub mod aio;
 pub mod copies;
 pub mod descriptors;
 pub mod paths;
@@ -41,7 +43,9 @@ pub mod writes;
 
 use crate::hot::{HOT_PWRITE, HOT_PWRITE64};
 use descriptors::{CloseRangeFn, Dup2Fn, Dup3Fn, FallocateFn, FcntlFn, FdFn, FtruncateFn, LseekFn};
-use libc::{c_char, c_int, c_uint, c_void, iovec, loff_t, mode_t, off_t, size_t, ssize_t, FILE};
+use libc::{
+    c_char, c_int, c_long, c_uint, c_void, iovec, loff_t, mode_t, off_t, size_t, ssize_t, FILE,
+};
 use paths::{OpenAtFn, OpenFn};
 use shape::{bind_regs, hooks, jumps};
 
@@ -72,6 +76,7 @@ hooks! {
         => copies::sendfile;
     sendfile64(out_fd: c_int, in_fd: c_int, offset: *mut off_t, count: size_t) -> ssize_t
         => copies::sendfile;
+    io_submit(ctx: usize, nr: c_long, iocbpp: *mut *mut aio::Iocb) -> c_int => aio::io_submit;
 
     fwrite(p: *const c_void, size: size_t, n: size_t, f: *mut FILE) -> size_t => stdio::fwrite;
     fwrite_unlocked(p: *const c_void, size: size_t, n: size_t, f: *mut FILE) -> size_t
