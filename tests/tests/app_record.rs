@@ -261,3 +261,53 @@ fn interrupted_record_still_merges_and_reports_the_status() {
         "the shell's write before the signal"
     );
 }
+
+/// `record` compares what the shim saw with what the command's processes
+/// sent to storage (the kernel's per-task I/O accounting): writes through
+/// `mmap` (invisible to any `LD_PRELOAD` shim) get a note naming the gap;
+/// ordinary writes do not.
+#[test]
+fn record_names_writes_the_shim_could_not_see() {
+    pcstream_tests::require_tool("python3", "python3");
+    shim();
+    let tmp = tempfile::tempdir().unwrap();
+    let rec = |name: &str, script: &str| {
+        let out = tmp.path().join(name);
+        let o = Command::new(pcstreamctl())
+            .args(["record", "-o"])
+            .arg(&out)
+            .args(["--", "python3", "-c", script])
+            .current_dir(tmp.path())
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{o:?}");
+        let summary: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap())
+                .unwrap();
+        (String::from_utf8_lossy(&o.stderr).into_owned(), summary)
+    };
+    let (err, s) = rec(
+        "write",
+        "f = open('w', 'wb'); f.write(b'x' * (8 << 20)); f.flush(); import os; os.fsync(f.fileno())",
+    );
+    if s["storage_write_bytes"].as_u64().unwrap() < 8 << 20 {
+        // tmpfs (no writeback) or a kernel without task I/O accounting.
+        eprintln!(
+            "skipped: no storage write accounting for {}: {s}",
+            tmp.path().display()
+        );
+        return;
+    }
+    assert!(!err.contains("note: the command's processes sent"), "{err}");
+    let (err, s) = rec(
+        "mmap",
+        "import mmap\n\
+         f = open('m', 'w+b'); f.truncate(8 << 20)\n\
+         m = mmap.mmap(f.fileno(), 8 << 20); m[:] = b'x' * (8 << 20); m.flush()",
+    );
+    assert!(s["storage_write_bytes"].as_u64().unwrap() >= 8 << 20, "{s}");
+    assert!(
+        err.contains("note: the command's processes sent ") && err.contains("mmap"),
+        "{err}"
+    );
+}

@@ -177,6 +177,39 @@ pub fn describe(s: &merge::MergeSummary, trace: &Path) -> String {
     t
 }
 
+/// Bytes the waited-for children of this process have sent to storage so
+/// far (`getrusage(RUSAGE_CHILDREN)`'s `ru_oublock`, 512-byte units: the
+/// kernel's per-task I/O accounting, which sees writes however they are
+/// made: `write`, `mmap`, io_uring, raw system calls).
+fn children_storage_bytes() -> u64 {
+    // SAFETY: rusage is plain data that getrusage fills in.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: a valid `who` and a pointer to our rusage.
+    if unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut ru) } != 0 {
+        return 0;
+    }
+    (ru.ru_oublock.max(0) as u64) * 512
+}
+
+/// A note when the command's processes sent much more to storage than the
+/// shim saw written (`storage`: from [`children_storage_bytes`]): writes
+/// the shim cannot see (docs/shim.md, "Known limits"). Rewrites of a page
+/// still in the page cache reach storage once, so the shim usually sees
+/// more, not less.
+pub fn unseen_writes_note(traced_bytes: u64, storage: u64) -> Option<String> {
+    const MIB: f64 = 1048576.0;
+    (storage > 1 << 20 && traced_bytes < storage / 2).then(|| {
+        format!(
+            "  note: the command's processes sent {:.1} MiB to storage but the shim saw {:.1} MiB \
+             written to files: writes through io_uring, mmap, raw system calls (Go programs, \
+             fio's io_uring engine) or to block devices are invisible to it (docs/shim.md, \
+             \"Known limits\")",
+            storage as f64 / MIB,
+            traced_bytes as f64 / MIB
+        )
+    })
+}
+
 /// Runs the subcommand.
 pub fn run(args: RecordArgs) -> anyhow::Result<ExitCode> {
     let out = &args.output;
@@ -249,6 +282,7 @@ pub fn run(args: RecordArgs) -> anyhow::Result<ExitCode> {
     if let Some(t) = tracer.as_mut() {
         t.mark_workload_start(start_mono_ns);
     }
+    let storage_before = children_storage_bytes();
     let status = launch::run_child_in(
         &args.command,
         &env,
@@ -257,6 +291,7 @@ pub fn run(args: RecordArgs) -> anyhow::Result<ExitCode> {
     // Tear the device down whatever the command did; its records go into the trace.
     let device = tracer.map(|t| t.finish()).transpose();
     let status = status?;
+    let storage_bytes = children_storage_bytes().saturating_sub(storage_before);
     let device = device.context("finishing the device recording")?;
 
     let parts = part_files(&parts_dir)?;
@@ -289,6 +324,7 @@ pub fn run(args: RecordArgs) -> anyhow::Result<ExitCode> {
     let (lost, lost_files) = lost_events(&parts_dir);
     let mut json = serde_json::to_value(&summary)?;
     json["lost_events"] = lost.into();
+    json["storage_write_bytes"] = storage_bytes.into();
     let json = serde_json::to_string_pretty(&json)?;
     std::fs::write(out.join(SUMMARY_FILE), json + "\n")
         .with_context(|| format!("writing {}", out.join(SUMMARY_FILE).display()))?;
@@ -300,6 +336,9 @@ pub fn run(args: RecordArgs) -> anyhow::Result<ExitCode> {
         let _ = std::fs::remove_dir(&parts_dir);
     }
     eprintln!("{}", describe(&summary, &trace));
+    if let Some(n) = unseen_writes_note(summary.bytes_written, storage_bytes) {
+        eprintln!("{n}");
+    }
     if lost > 0 {
         eprintln!(
             "  {lost} event(s) could not be appended to the per-process files \
