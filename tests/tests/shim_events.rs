@@ -367,3 +367,71 @@ fn exit_without_destructors_keeps_events_and_vfork_children_leave_them_alone() {
         );
     }
 }
+
+/// Files without a name (`tests/c/shim_unnamed.c`): an `O_TMPFILE` never
+/// linked and a file unlinked while open die at their writer's close
+/// (`CLOSE_UNLINKED`, after the `UNLINK` of what was written before the
+/// unlink), through `close` and `fclose`; a duplicated descriptor's close
+/// and a linked `O_TMPFILE`'s close end nothing. Same output as natively.
+#[test]
+fn unnamed_files_die_at_their_writers_close() {
+    let bin = program("shim_unnamed", FP);
+    let native = tempfile::tempdir().unwrap();
+    let plain = Run::plain().stdout(&bin, &[native.path().to_str().unwrap()]);
+    if plain.contains("no O_TMPFILE") {
+        eprintln!(
+            "skipped: the file system of {} has no O_TMPFILE",
+            native.path().display()
+        );
+        return;
+    }
+    let work = tempfile::tempdir().unwrap();
+    let rec = tempfile::tempdir().unwrap();
+    let out = Run::record(rec.path()).stdout(&bin, &[work.path().to_str().unwrap()]);
+    let strip = |s: &str| -> String {
+        s.lines()
+            .filter(|l| !l.contains(" ino "))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    assert_eq!(strip(&out), strip(&plain));
+    let ino = |what: &str| -> u64 {
+        out.lines()
+            .find_map(|l| l.strip_prefix(&format!("{what} ino ")))
+            .unwrap_or_else(|| panic!("{what}: {out}"))
+            .parse()
+            .unwrap()
+    };
+    let t = only_trace(rec.path());
+    let deaths: Vec<(u64, i32, u64, u64)> = t
+        .events()
+        .filter_map(|e| match &e.kind {
+            Some(Kind::Invalidate(i)) => Some((i.file.unwrap().ino, i.kind, i.offset, i.len)),
+            _ => None,
+        })
+        .collect();
+    let (unlink, closed) = (
+        InvalidateKind::Unlink as i32,
+        InvalidateKind::CloseUnlinked as i32,
+    );
+    let of = |i: u64| -> Vec<(i32, u64, u64)> {
+        deaths
+            .iter()
+            .filter(|d| d.0 == i)
+            .map(|d| (d.1, d.2, d.3))
+            .collect()
+    };
+    assert_eq!(of(ino("tmpfile")), vec![(closed, 0, 10000)], "{deaths:?}");
+    assert_eq!(
+        of(ino("unlinked")),
+        vec![(unlink, 0, 5000), (closed, 0, 8000)],
+        "{deaths:?}"
+    );
+    assert_eq!(
+        of(ino("stdio")),
+        vec![(unlink, 0, 4096), (closed, 0, 4196)],
+        "{deaths:?}"
+    );
+    assert_eq!(of(ino("dup")), vec![(unlink, 0, 2000)], "{deaths:?}");
+    assert_eq!(of(ino("linked")), vec![], "{deaths:?}");
+}

@@ -44,6 +44,7 @@ pub fn kind_name(k: i32) -> &'static str {
         Ok(wire::InvalidateKind::Unlink) => "unlink",
         Ok(wire::InvalidateKind::PunchHole) => "punch_hole",
         Ok(wire::InvalidateKind::RenameReplace) => "rename_replace",
+        Ok(wire::InvalidateKind::CloseUnlinked) => "close_unlinked",
         _ => "unspecified",
     }
 }

@@ -140,7 +140,9 @@ pub struct Engine {
 pub fn invalidated_pages(i: &wire::InvalidateEvent) -> (u64, u64) {
     let kind = wire::InvalidateKind::try_from(i.kind).unwrap_or(wire::InvalidateKind::Unspecified);
     match kind {
-        wire::InvalidateKind::Unlink | wire::InvalidateKind::RenameReplace => (0, u64::MAX),
+        wire::InvalidateKind::Unlink
+        | wire::InvalidateKind::RenameReplace
+        | wire::InvalidateKind::CloseUnlinked => (0, u64::MAX),
         wire::InvalidateKind::Truncate => (i.offset.div_ceil(PAGE), u64::MAX),
         _ => {
             // Only whole pages inside a punched range die.
@@ -435,6 +437,24 @@ mod tests {
     use super::*;
     use crate::lifetime::LifetimeConfig;
     use crate::mapper::MapperConfig;
+
+    #[test]
+    fn a_file_that_goes_kills_every_page_a_punch_only_whole_ones() {
+        let inv = |kind: wire::InvalidateKind, offset, len| {
+            invalidated_pages(&wire::InvalidateEvent {
+                kind: kind as i32,
+                offset,
+                len,
+                ..Default::default()
+            })
+        };
+        use wire::InvalidateKind as K;
+        for k in [K::Unlink, K::RenameReplace, K::CloseUnlinked] {
+            assert_eq!(inv(k, 0, 100), (0, u64::MAX), "{k:?}");
+        }
+        assert_eq!(inv(K::Truncate, 5000, 100), (2, u64::MAX));
+        assert_eq!(inv(K::PunchHole, 100, 3 * PAGE), (1, 2));
+    }
 
     fn cfg(share: bool) -> OnlineConfig {
         OnlineConfig {

@@ -21,6 +21,7 @@ const REGULAR: u32 = 1;
 const TRACK_POS: u32 = 2;
 const APPEND: u32 = 4;
 const NAMED: u32 = 8;
+const SHARED: u32 = 16;
 
 /// One cache line per descriptor (a write reads the whole entry right after
 /// its syscall, when the line is usually cold).
@@ -71,6 +72,9 @@ pub struct FdInfo {
     /// `fstat`: the entry, and its copy of the inode's hint, belong to no
     /// file the shim knows of).
     pub table: bool,
+    /// Whether the descriptor was duplicated (`dup*`, `F_DUPFD*`): closing
+    /// it may not close the file.
+    pub shared: bool,
 }
 
 /// Both sides of a fork: file positions are shared from now on.
@@ -129,6 +133,15 @@ pub fn untrack(fd: i32) {
     }
 }
 
+/// A duplicate of `fd` exists: its position is shared and closing it may
+/// not close the file.
+pub fn share(fd: i32) {
+    if let Some(e) = entry(fd) {
+        e.flags.fetch_and(!TRACK_POS, Ordering::Relaxed);
+        e.flags.fetch_or(SHARED, Ordering::Relaxed);
+    }
+}
+
 /// Remembers that the file behind `fd` was named (a later reader that
 /// raced with a clear simply names it again).
 pub fn mark_named(fd: i32) {
@@ -164,6 +177,7 @@ pub fn get(fd: i32) -> Option<FdInfo> {
         named: flags & NAMED != 0 && gen_ok,
         opened: gen_ok,
         table: true,
+        shared: flags & SHARED != 0,
     })
 }
 
@@ -227,6 +241,7 @@ pub fn info(fd: i32) -> Option<FdInfo> {
         named: false,
         opened: false,
         table: false,
+        shared: false,
     })
 }
 

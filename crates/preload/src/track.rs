@@ -548,6 +548,47 @@ pub fn unlinked(s: PathStat) {
     invalidate(s.id, InvalidateKind::Unlink, 0, s.size);
 }
 
+/// Before `close(fd)` (or `fclose` of its stream): the file, when this
+/// descriptor is the writer's only handle on a file without a name (an
+/// `O_TMPFILE` never linked, a file unlinked while open), whose data then
+/// dies at the close. Only for a descriptor this process opened and wrote
+/// through (in this fork generation) and never duplicated, with events on:
+/// another handle may keep the file (and write to it) after this close.
+pub fn before_close(fd: c_int) -> Option<PathStat> {
+    if !events_on() {
+        return None;
+    }
+    let info = files::get(fd)?;
+    if !(info.regular && info.named && !info.shared) {
+        return None;
+    }
+    stat_fd(fd).filter(|s| s.regular && s.nlink == 0)
+}
+
+/// [`before_close`] for `fclose(f)` (`fd` its descriptor): the size
+/// counts what the stream still buffers (its position, when further).
+///
+/// # Safety
+/// `f` is the stream the application passes to `fclose`.
+pub unsafe fn before_fclose(f: *mut FILE, fd: c_int) -> Option<PathStat> {
+    let mut s = before_close(fd)?;
+    if let Some(ftello) = real::FTELLO.get() {
+        // SAFETY: the caller's contract (a stream about to be closed).
+        let pos = unsafe { ftello(f) };
+        if pos > 0 {
+            s.size = s.size.max(pos as u64);
+        }
+    }
+    Some(s)
+}
+
+/// After a successful close of a file seen by [`before_close`].
+pub fn closed_unnamed(s: PathStat) {
+    hint::forget(s.id);
+    SEEN_FILES.remove(file_key(s.id));
+    invalidate(s.id, InvalidateKind::CloseUnlinked, 0, s.size);
+}
+
 /// Before `rename*`: the destination that would be replaced (and the source,
 /// to tell a no-op rename of a file onto itself).
 ///

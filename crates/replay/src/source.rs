@@ -121,7 +121,9 @@ pub(crate) fn app_hint_of(h: &wire::AppHintEvent) -> Option<u8> {
 pub(crate) fn invalidate_op(i: &wire::InvalidateEvent) -> Op {
     let kind = wire::InvalidateKind::try_from(i.kind).unwrap_or(wire::InvalidateKind::Unspecified);
     let (first_page, pages) = match kind {
-        wire::InvalidateKind::Unlink | wire::InvalidateKind::RenameReplace => (0, u64::MAX),
+        wire::InvalidateKind::Unlink
+        | wire::InvalidateKind::RenameReplace
+        | wire::InvalidateKind::CloseUnlinked => (0, u64::MAX),
         wire::InvalidateKind::Truncate => (i.offset.div_ceil(PAGE), u64::MAX),
         _ => {
             // Only whole pages inside a punched range die.

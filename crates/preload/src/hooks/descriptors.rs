@@ -62,7 +62,7 @@ pub unsafe fn fcntl(real: &Real<FcntlFn>, fd: c_int, cmd: c_int, arg: usize, _: 
             libc::F_DUPFD | libc::F_DUPFD_CLOEXEC if r >= 0 => {
                 g.observe(|| {
                     files::clear(r);
-                    files::untrack(fd);
+                    files::share(fd);
                 });
             }
             // O_APPEND may have changed: forget what the table knew.
@@ -130,14 +130,25 @@ pub unsafe fn ftruncate(real: &Real<FtruncateFn>, fd: c_int, len: off_t, _: Rec)
 /// # Safety
 /// `close`'s contract.
 pub unsafe fn close(real: &Real<FdFn>, fd: c_int, _: Rec) -> c_int {
-    let after = |g: &Guard, _| {
+    let before = |g: &Guard| g.observe(|| track::before_close(fd)).flatten();
+    let after = |g: &Guard, r: c_int, unnamed| {
         g.observe(|| {
             files::clear(fd);
+            if let (0, Some(s)) = (r, unnamed) {
+                track::closed_unnamed(s);
+            }
             crate::batch::flush_mine(g.thread());
         });
     };
     // SAFETY: forwarding the application's arguments unchanged.
-    then(real.get(), |f| unsafe { f(fd) }, after)
+    around(
+        real.get(),
+        sys::enosys,
+        false,
+        |f| unsafe { f(fd) },
+        before,
+        after,
+    )
 }
 
 /// `close_range` (with `CLOSE_RANGE_CLOEXEC` nothing is closed yet).
@@ -169,7 +180,7 @@ pub unsafe fn close_range(
 fn duplicated(g: &Guard, old: c_int, new: c_int) {
     g.observe(|| {
         files::clear(new);
-        files::untrack(old);
+        files::share(old);
     });
 }
 

@@ -252,10 +252,21 @@ pub unsafe fn fclose(
     f: *mut FILE,
     _: Rec,
 ) -> c_int {
-    let before = |g: &Guard| g.observe(|| fileno(f)).unwrap_or(-1);
-    let after = |g: &Guard, _, fd| {
+    let before = |g: &Guard| {
+        let fd = g.observe(|| fileno(f)).unwrap_or(-1);
+        // SAFETY: `f` is the stream the application is closing.
+        (
+            fd,
+            g.observe(|| unsafe { track::before_fclose(f, fd) })
+                .flatten(),
+        )
+    };
+    let after = |g: &Guard, r: c_int, (fd, unnamed)| {
         g.observe(|| {
             files::clear(fd);
+            if let (0, Some(s)) = (r, unnamed) {
+                track::closed_unnamed(s);
+            }
             crate::batch::flush_mine(g.thread());
         });
     };
