@@ -158,17 +158,6 @@ pub fn c_dir() -> PathBuf {
 
 /// The write-lifetime hint on the file at `p` (`F_GET_RW_HINT`).
 pub fn rw_hint(p: &Path) -> u64 {
-    use std::os::fd::AsRawFd;
-    let f = std::fs::File::open(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
-    let mut v = 0u64;
-    // SAFETY: F_GET_RW_HINT writes one u64 we own.
-    let rc = unsafe {
-        libc::fcntl(
-            f.as_raw_fd(),
-            pcstream_placement::hint::F_GET_RW_HINT,
-            &mut v as *mut u64,
-        )
-    };
-    assert_eq!(rc, 0, "F_GET_RW_HINT: {}", std::io::Error::last_os_error());
-    v
+    pcstream_placement::hint::read_file_hint(p)
+        .unwrap_or_else(|e| panic!("F_GET_RW_HINT on {}: {e}", p.display()))
 }

@@ -18,10 +18,9 @@
 
 use anyhow::{bail, Context};
 use pcstream_placement::env as var;
-use pcstream_placement::hint::F_GET_RW_HINT;
+use pcstream_placement::hint::read_file_hint;
 use std::ffi::OsString;
 use std::fs::File;
-use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
@@ -201,7 +200,7 @@ impl Demo {
             let name = f.file_name().unwrap_or_default().to_string_lossy();
             match rw_hint(&f) {
                 Ok(h) => println!("{name:>14}  hint {h}"),
-                Err(e) => println!("{name:>14}  {e}"),
+                Err(e) => println!("{name:>14}  {e:#}"),
             }
         }
         daemon.stop();
@@ -396,14 +395,7 @@ fn newest_wal_and_oldest_sst(db: &Path) -> anyhow::Result<Vec<PathBuf>> {
 }
 
 fn rw_hint(p: &Path) -> anyhow::Result<u64> {
-    let f = File::open(p).with_context(|| format!("{}", p.display()))?;
-    let mut v = 0u64;
-    // SAFETY: F_GET_RW_HINT writes one u64, which `v` is.
-    let rc = unsafe { libc::fcntl(f.as_raw_fd(), F_GET_RW_HINT, &mut v as *mut u64) };
-    if rc < 0 {
-        bail!("F_GET_RW_HINT: {}", std::io::Error::last_os_error());
-    }
-    Ok(v)
+    read_file_hint(p).with_context(|| format!("F_GET_RW_HINT on {}", p.display()))
 }
 
 /// The first `program` on PATH.

@@ -9,6 +9,20 @@ pub const F_SET_RW_HINT: i32 = 1024 + 12;
 /// `fcntl` command to read a file's write-lifetime hint (`F_LINUX_SPECIFIC_BASE + 11`).
 pub const F_GET_RW_HINT: i32 = 1024 + 11;
 
+/// The write-lifetime hint the kernel holds for the file at `path`
+/// (`F_GET_RW_HINT`: the raw `RWH_WRITE_LIFE_*` value, 0 = not set).
+pub fn read_file_hint(path: &std::path::Path) -> std::io::Result<u64> {
+    use std::os::fd::AsRawFd;
+    let f = std::fs::File::open(path)?;
+    let mut v = 0u64;
+    // SAFETY: F_GET_RW_HINT writes one u64, which `v` is.
+    let rc = unsafe { libc::fcntl(f.as_raw_fd(), F_GET_RW_HINT, &mut v as *mut u64) };
+    if rc < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(v)
+}
+
 /// `RWH_WRITE_LIFE_*` values as the kernel defines them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 #[repr(u64)]
