@@ -627,6 +627,12 @@ fn io(sh: &Shared, ctrl: &Ctrl, sqe: &Sqe, data: &[u8]) -> Reply {
             };
         }
         op::READ => {
+            // Past MDTS (1 MiB) a read would make the target allocate what
+            // the host asks (NLB allows 256 MiB per command): refused, as
+            // the specification says, with Invalid Field in Command.
+            if nlb * BLOCK as u64 > (BLOCK as u64) << pages::MDTS {
+                return Reply::status(sc::INVALID_FIELD);
+            }
             if !sh.in_range(slba, nlb) {
                 return Reply::status(sc::LBA_RANGE);
             }

@@ -110,4 +110,28 @@ mod tests {
             pdu_and_command(&buf);
         }
     }
+
+    /// scripts/fuzz.sh's finding of 2026-11-25: a read of 1025 blocks on
+    /// the I/O queue made a 4 MiB + 4 KiB reply; reads past MDTS are refused.
+    #[test]
+    fn a_read_past_mdts_is_refused_not_allocated() {
+        let input: [u8; 65] = [
+            127, 2, 0, 0, 1, 1, 0, 0, 0, 0, 59, 0, 0, 1, 0, 83, 0, 0, 0, 7, 0, 255, 253, 255, 255,
+            255, 255, 255, 0, 0, 0, 0, 0, 0, 16, 64, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 4,
+            104, 0, 6, 218, 255, 0, 77, 1, 0, 0, 0, 59, 16, 0,
+        ];
+        pdu_and_command(&input);
+        let (sqe, _) = Sqe::read_from_prefix(&input[1..]).unwrap();
+        let sh = shared();
+        let admin = connected(sh, 0, 0xffff);
+        let mut io = connected(sh, 1, admin.ctrl.as_ref().map_or(0, |c| c.id.cntlid));
+        let r = io.execute(sh, &sqe, &[]);
+        assert!(r.data.is_empty(), "{} bytes", r.data.len());
+        assert_eq!(
+            r.status & 0x7ff,
+            crate::controller::sc::INVALID_FIELD,
+            "{:#x}",
+            r.status
+        );
+    }
 }
