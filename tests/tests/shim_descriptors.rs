@@ -125,3 +125,46 @@ fn unknown_descriptor_numbers_answer_as_natively() {
     }
     assert!(n >= 1, "the daemon socket received batches");
 }
+
+/// Descriptors the shim did not see opened and that are not regular files
+/// (stdout as a pipe, a pipe) cost one `fstat` at their first write, not
+/// one per write (strace counts them, record mode); a regular file that
+/// takes over such a number (`dup2` onto stdout; `close` and a new `open`)
+/// is traced.
+#[test]
+fn pipes_are_looked_up_once_and_files_that_take_their_numbers_are_traced() {
+    pcstream_tests::require_tool("strace", "strace");
+    let bin = program("shim_pipes", FP);
+    let work = tempfile::tempdir().unwrap();
+    let rec = tempfile::tempdir().unwrap();
+    let log = rec.path().join("strace.log");
+    let parts = rec.path().join("parts");
+    std::fs::create_dir(&parts).unwrap();
+    let strace = pcstream_tests::which("strace").unwrap();
+    let n = 2000;
+    let out = Run::record(&parts).stdout(
+        &strace,
+        &[
+            "-e",
+            "trace=fstat,newfstatat,statx",
+            "-o",
+            log.to_str().unwrap(),
+            bin.to_str().unwrap(),
+            work.path().to_str().unwrap(),
+            &n.to_string(),
+        ],
+    );
+    assert_eq!(out, "x".repeat(n), "stdout: the pipe writes only");
+    let stats = std::fs::read_to_string(&log).unwrap().lines().count();
+    assert!(stats < 200, "{stats} stat calls for {} pipe writes", 2 * n);
+    // strace and its fork are traced too: the program's is among them.
+    let ts = traces(&parts);
+    let lens = |f: &str| -> Vec<(u64, u64)> {
+        ts.iter()
+            .flat_map(|t| writes_to(t, &work.path().join(f)))
+            .map(|w| (w.offset, w.len))
+            .collect()
+    };
+    assert_eq!(lens("a"), vec![(0, 1000)], "dup2 onto stdout");
+    assert_eq!(lens("b"), vec![(0, 2000)], "the pipe's number reused");
+}

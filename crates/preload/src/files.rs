@@ -2,10 +2,12 @@
 //! for descriptors it saw opened write-only, the file position, so a plain
 //! `write()` costs no extra syscall.
 //!
-//! An entry is filled only by an interposed `open*`/`creat`/`fopen` and is
-//! cleared by every interposed call that can retire or share a descriptor
-//! (`close`, `close_range`, `dup*`, `fcntl(F_DUPFD*)`, `fdopen`, `fclose`).
-//! Descriptors without an entry are looked up with `fstat` per write. Each
+//! An entry is filled by an interposed `open*`/`creat`/`fopen`, or, for a
+//! descriptor the shim did not see opened that `fstat` finds is not a
+//! regular file (a socket, a pipe), by its first write; it is cleared by
+//! every interposed call that can retire or share a descriptor (`close`,
+//! `close_range`, `dup*`, `fcntl(F_DUPFD*)`, `fdopen`, `fclose`). Other
+//! descriptors without an entry are looked up with `fstat` per write. Each
 //! entry is a small seqlock (odd version = being updated), so a reader in a
 //! signal handler never sees a torn entry: it just misses. Positions are
 //! trusted only within the fork generation they were recorded in (after a
@@ -226,13 +228,41 @@ pub fn fstat(fd: i32) -> Option<(FileId, bool, u64)> {
     ))
 }
 
-/// The descriptor's file: from the table, else `fstat`.
+/// Remembers that `fd`, which has no entry, is not a regular file (a
+/// socket, pipe or device the shim did not see opened), so its next writes
+/// need no `fstat`: a writer to a pipe under the shim with events on paid
+/// one per write (dd into a pipe: 1.8 s native, 3.3 s). Only an empty
+/// entry is filled; every interposed call that retires the descriptor
+/// clears it, as for the entries of opened files.
+fn remember_other(fd: i32, id: FileId) {
+    let Some(e) = entry(fd) else { return };
+    if e.ver
+        .compare_exchange(0, 1, Ordering::Acquire, Ordering::Relaxed)
+        .is_err()
+    {
+        return;
+    }
+    std::sync::atomic::fence(Ordering::Release);
+    e.dev.store(id.dev, Ordering::Relaxed);
+    e.ino.store(id.ino, Ordering::Relaxed);
+    e.pos.store(0, Ordering::Relaxed);
+    e.hint.store(0, Ordering::Relaxed);
+    e.gen.store(crate::hot::fork_gen(), Ordering::Relaxed);
+    e.flags.store(0, Ordering::Relaxed);
+    e.ver.store(2, Ordering::Release);
+}
+
+/// The descriptor's file: from the table, else `fstat` (a descriptor that
+/// is not a regular file is then remembered in the table).
 #[inline]
 pub fn info(fd: i32) -> Option<FdInfo> {
     if let Some(i) = get(fd) {
         return Some(i);
     }
     let (id, regular, _) = fstat(fd)?;
+    if !regular {
+        remember_other(fd, id);
+    }
     Some(FdInfo {
         id,
         regular,
