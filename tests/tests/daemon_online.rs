@@ -393,6 +393,73 @@ fn a_stopped_daemon_never_blocks_a_writer() {
     assert_eq!(std::fs::metadata(&file).unwrap().len(), 512 * 20000);
 }
 
+/// As root, `events.sock` gets a datagram queue of `event_queue_datagrams`
+/// (1024) while the system's `net.unix.max_dgram_qlen` is left as it was:
+/// with the daemon stopped, a sender fits ≈ 1024 datagrams before the
+/// kernel says `EAGAIN` (10 with the kernel's default), and `status` says
+/// so; with `event_queue_datagrams = 0` the socket keeps the kernel's.
+#[test]
+fn the_event_socket_gets_a_long_queue_and_the_sysctl_is_left_alone() {
+    const QLEN: &str = "/proc/sys/net/unix/max_dgram_qlen";
+    let before = std::fs::read_to_string(QLEN).unwrap();
+    let sysctl: u64 = before.trim().parse().unwrap();
+    let writable =
+        uid() == 0 && std::fs::OpenOptions::new().write(true).open(QLEN).is_ok() && sysctl < 1024;
+    if !writable {
+        eprintln!("skipped: not root, {QLEN} read-only, or already ≥ 1024 ({sysctl})");
+        return;
+    }
+    // Datagrams a stopped daemon's socket takes before the kernel refuses.
+    let fits = |d: &Daemon| -> u64 {
+        let pid = d.child.as_ref().unwrap().id() as i32;
+        // SAFETY: kill(2) on our own child.
+        unsafe { libc::kill(pid, libc::SIGSTOP) };
+        let stopped = || {
+            std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|st| {
+                st.rsplit(')')
+                    .next()
+                    .unwrap_or("")
+                    .trim_start()
+                    .starts_with('T')
+            })
+        };
+        while !stopped() {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let sock = d.run_dir().join("events.sock");
+        // One socket per datagram, as the shim sends: a single sender would
+        // run out of its own send buffer first (≈ 280 small datagrams).
+        let mut n = 0;
+        while n < 5000 {
+            let s = UnixDatagram::unbound().unwrap();
+            s.set_nonblocking(true).unwrap();
+            if s.send_to(&[0u8; 16], &sock).is_err() {
+                break;
+            }
+            n += 1;
+        }
+        // SAFETY: as above.
+        unsafe { libc::kill(pid, libc::SIGCONT) };
+        n
+    };
+    let d = Daemon::start("");
+    assert_eq!(d.status()["event_queue_datagrams"], 1024);
+    let long = fits(&d);
+    assert_eq!(
+        std::fs::read_to_string(QLEN).unwrap(),
+        before,
+        "sysctl restored"
+    );
+    let k = Daemon::start("event_queue_datagrams = 0\n");
+    assert_eq!(k.status()["event_queue_datagrams"], sysctl);
+    let short = fits(&k);
+    eprintln!("queued {long} with 1024, {short} with the kernel's {sysctl}");
+    assert!(
+        long >= 1000 && short <= sysctl + 2,
+        "queued {long} with 1024, {short} with the kernel's {sysctl}"
+    );
+}
+
 #[test]
 fn memory_is_capped_by_lru_eviction() {
     // 1 MiB cap = 10,922 live-data entries; 30,000 writes to distinct chunks.

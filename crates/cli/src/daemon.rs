@@ -284,6 +284,7 @@ pub(crate) fn status_json(r: &wire::StatusReply) -> serde_json::Value {
         "events": r.events, "events_per_s": r.events_per_s, "batches": r.batches,
         "events_dropped_by_clients": r.events_dropped, "malformed_datagrams": r.malformed,
         "rejected_requests": r.rejected_requests, "over_quota_events": r.over_quota_events,
+        "event_queue_datagrams": r.event_queue_datagrams,
         "signatures": r.signatures,
         "learners": r.learners, "streams": r.streams, "mapping_generation": r.mapping_generation,
         "last_recluster_s_ago": r.last_recluster_s, "live_chunks": r.live_chunks,
@@ -301,7 +302,7 @@ fn status_text(r: &wire::StatusReply) -> String {
         "pcstreamd {}  up {} s\n\
          clients            {}\n\
          events             {} ({:.0}/s), {} batches\n\
-         dropped by clients {}\n\
+         dropped by clients {} (events.sock queues {} datagrams)\n\
          malformed          {} datagrams, {} refused requests\n\
          signatures         {} in {} learner(s), {} events over the per-uid bound\n\
          streams            {} (mapping generation {}, last change {recl})\n\
@@ -315,6 +316,7 @@ fn status_text(r: &wire::StatusReply) -> String {
         r.events_per_s,
         r.batches,
         r.events_dropped,
+        r.event_queue_datagrams,
         r.malformed,
         r.rejected_requests,
         r.signatures,

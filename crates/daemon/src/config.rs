@@ -47,6 +47,10 @@ pub struct Config {
     pub save_interval_s: u64,
     /// Largest datagram accepted, bytes.
     pub max_datagram_bytes: usize,
+    /// Datagrams the kernel may queue on `events.sock` (`ingest::bind`):
+    /// raised from `net.unix.max_dgram_qlen` (10) for this socket alone when
+    /// the daemon may write that sysctl. 0 = the kernel's.
+    pub event_queue_datagrams: u32,
     /// Optional TCP address for gRPC ("127.0.0.1:50051"); off when empty.
     pub grpc_tcp: String,
     /// Mapper settings of the pcstream policy (docs/placement.md).
@@ -90,6 +94,7 @@ impl Default for Config {
             max_signatures_per_user: 20_000,
             save_interval_s: 60,
             max_datagram_bytes: 1 << 20,
+            event_queue_datagrams: 1024,
             grpc_tcp: String::new(),
             mapper: MapperSection::default(),
         }
@@ -198,6 +203,13 @@ impl Config {
                 "max_datagram_bytes",
                 self.max_datagram_bytes.to_string(),
                 "must be in 1024..=16777216",
+            ));
+        }
+        if self.event_queue_datagrams > 1 << 16 {
+            return Err(bad(
+                "event_queue_datagrams",
+                self.event_queue_datagrams.to_string(),
+                "must be in 0..=65536",
             ));
         }
         if !(self.mapper.change_fraction > 0.0 && self.mapper.change_fraction <= 1.0) {

@@ -93,7 +93,7 @@ pub async fn run(
     let saved = persist::load(&cfg.state_dir);
     let (mapping_tx, _) = tokio::sync::watch::channel(0u64);
     let mut inner = Inner::new(&cfg, saved);
-    let events = ingest::bind(&cfg.runtime_dir)?;
+    let (events, event_queue) = ingest::bind(&cfg.runtime_dir, cfg.event_queue_datagrams)?;
     let ctl_path = cfg.runtime_dir.join("ctl.sock");
     let _ = std::fs::remove_file(&ctl_path);
     let ctl = UnixListener::bind(&ctl_path)
@@ -109,6 +109,7 @@ pub async fn run(
         started: Instant::now(),
         mapping_tx,
         own_uid: nix::unistd::geteuid().as_raw(),
+        event_queue,
     });
     {
         let mut inner = shared.inner.lock().unwrap_or_else(|e| e.into_inner());

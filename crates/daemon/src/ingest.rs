@@ -9,9 +9,10 @@
 //! but `recvmsg` into a queue bounded in bytes ([`QUEUE_BYTES`]), and an
 //! ingester that decodes and learns from what it takes off the queue. The
 //! kernel keeps at most `net.unix.max_dgram_qlen` (10 by default, per
-//! network namespace, not settable per socket) datagrams waiting on a
+//! network namespace, read when a socket is made) datagrams waiting on a
 //! datagram socket, and a shim never waits for room: a sender that finds the
-//! queue full drops its batch (counted as dropped by clients). With learning
+//! queue full drops its batch (counted as dropped by clients). The daemon
+//! raises that value for `events.sock` alone when it may ([`bind`]). With learning
 //! and re-clustering inline in the receive loop, a PostgreSQL server under
 //! pgbench (30 processes on 2 loaded cores) lost 2% of its events that way;
 //! a receiver that is always back in `recvmsg` within microseconds keeps the
@@ -56,19 +57,64 @@ pub fn decode_datagram(buf: &[u8]) -> Result<wire::EventBatch, DatagramError> {
     online::decode_batch(buf).map_err(|e| DatagramError::Decode(e.to_string()))
 }
 
-/// Binds `events.sock` in `dir` (replacing a stale socket file).
-pub fn bind(dir: &Path) -> anyhow::Result<UnixDatagram> {
+/// The kernel's queue length for unix datagram sockets made from now on in
+/// this network namespace (it is read when a socket is created).
+const MAX_DGRAM_QLEN: &str = "/proc/sys/net/unix/max_dgram_qlen";
+
+/// Runs `make` (which creates the socket) with `net.unix.max_dgram_qlen`
+/// raised to `want` when it is lower and the daemon may write it (root,
+/// `/proc/sys` writable: not under the packaged unit's
+/// `ProtectKernelTunables=`/`PrivateNetwork=`), then puts the old value
+/// back, so that only this socket gets the longer queue. Returns what
+/// `make` returned and the queue length the socket got.
+///
+/// Why: a shim never waits for room, so when the receiver thread is not
+/// scheduled for a moment (8 writer processes on 2 CPUs) the kernel's 10
+/// datagrams fill and batches drop: 8 fio jobs writing 4 KiB at random
+/// through the shim dropped up to 46% of their events with 10, none with
+/// 1024 in six rounds each (docs/daemon.md, "Event transport").
+fn with_queue<T>(want: u32, make: impl FnOnce() -> T) -> (T, u32) {
+    let cur = std::fs::read_to_string(MAX_DGRAM_QLEN)
+        .ok()
+        .and_then(|s| s.trim().parse::<u32>().ok());
+    let Some(cur) = cur else {
+        return (make(), 0);
+    };
+    if want <= cur {
+        return (make(), cur);
+    }
+    if let Err(e) = std::fs::write(MAX_DGRAM_QLEN, want.to_string()) {
+        tracing::info!(
+            queue = cur,
+            wanted = want,
+            error = %e,
+            "events.sock keeps the kernel's datagram queue (cannot raise {MAX_DGRAM_QLEN})"
+        );
+        return (make(), cur);
+    }
+    let r = make();
+    if let Err(e) = std::fs::write(MAX_DGRAM_QLEN, cur.to_string()) {
+        tracing::warn!(error = %e, "cannot put {MAX_DGRAM_QLEN} back to {cur}");
+    }
+    (r, want)
+}
+
+/// Binds `events.sock` in `dir` (replacing a stale socket file), with a
+/// datagram queue of `queue` if the daemon may raise it ([`with_queue`]).
+/// Returns the socket and the queue length it got (0: unknown).
+pub fn bind(dir: &Path, queue: u32) -> anyhow::Result<(UnixDatagram, u32)> {
     let path = dir.join("events.sock");
     let _ = std::fs::remove_file(&path);
-    let sock = UnixDatagram::bind(&path)
-        .map_err(|e| anyhow::anyhow!("cannot bind event socket {}: {e}", path.display()))?;
+    let (sock, qlen) = with_queue(queue, || UnixDatagram::bind(&path));
+    let sock =
+        sock.map_err(|e| anyhow::anyhow!("cannot bind event socket {}: {e}", path.display()))?;
     setsockopt(&sock, sockopt::PassCred, &true)
         .map_err(|e| anyhow::anyhow!("SO_PASSCRED on {}: {e}", path.display()))?;
     // A large receive buffer absorbs bursts; the kernel caps it at rmem_max.
     let _ = setsockopt(&sock, sockopt::RcvBuf, &(8 << 20));
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o666))
         .map_err(|e| anyhow::anyhow!("chmod {}: {e}", path.display()))?;
-    Ok(sock)
+    Ok((sock, qlen))
 }
 
 /// One received datagram: (uid, pid, payload length) or an error.

@@ -177,6 +177,7 @@ impl proto::pc_stream_server::PcStream for Service {
             batches: c.batches,
             rejected_requests: self.shared.counters.rejected.load(Ordering::Relaxed),
             over_quota_events: inner.quota.over,
+            event_queue_datagrams: self.shared.event_queue,
         }))
     }
 

@@ -62,6 +62,8 @@ pub struct Shared {
     pub mapping_tx: tokio::sync::watch::Sender<u64>,
     /// The daemon's own uid (allowed to mutate, with root).
     pub own_uid: u32,
+    /// The kernel's datagram queue of `events.sock` ([`crate::ingest::bind`]).
+    pub event_queue: u32,
 }
 
 impl Inner {

@@ -283,8 +283,9 @@ fn send_datagram(path: &[u8; PATH_CAP], iov: &[iovec]) -> bool {
         })
     };
     let mut r = send();
-    // The kernel queues at most net.unix.max_dgram_qlen (10) datagrams for
-    // the daemon, whose receiver thread drains them within microseconds
+    // The kernel queues at most net.unix.max_dgram_qlen datagrams for the
+    // daemon (10 by default; pcstreamd raises its socket's to 1024 when it
+    // may), whose receiver thread drains them within microseconds
     // when it gets a CPU: a full queue gets a few yields of this thread's
     // CPU before the batch counts as dropped. Never a wait: a stopped or
     // stuck daemon costs SEND_RETRIES yields per batch.
