@@ -97,6 +97,40 @@ fn sequential_writes_coalesce_into_runs() {
     assert_eq!(unlinks, 1, "the program deletes its 4 MiB file");
 }
 
+/// A file printed from three call sites and `putc`, 20,000 rounds (60,000
+/// interposed calls): a stdio run is one event whatever call path each call
+/// came from, so the trace has about one event per MiB (plus one where each
+/// new call path first writes), and accounts for every byte of the file,
+/// the ones `putc` wrote unseen between two calls included.
+#[test]
+fn a_stdio_run_from_many_call_sites_is_one_event() {
+    let bin = program("shim_stdio_runs", NO_FP);
+    let work = tempfile::tempdir().unwrap();
+    let rec = tempfile::tempdir().unwrap();
+    let file = work.path().join("out.s");
+    let rounds = 20_000u64;
+    Run::record(rec.path()).stdout(&bin, &[file.to_str().unwrap(), &rounds.to_string()]);
+    let t = only_trace(rec.path());
+    let w = writes_to(&t, &file);
+    let size = std::fs::metadata(&file).unwrap().len();
+    let bytes: u64 = w.iter().map(|e| e.len).sum();
+    assert_eq!(
+        bytes,
+        size - 1,
+        "every byte of the file, putc's included, but the last one's (no call follows it)"
+    );
+    let calls: u64 = w.iter().map(|e| u64::from(e.calls.max(1))).sum();
+    assert_eq!(calls, 3 * rounds, "the interposed calls");
+    let sigs: std::collections::BTreeSet<u64> = w.iter().map(|e| e.signature).collect();
+    assert_eq!(sigs.len(), 3, "each call path has its first write's event");
+    let runs = size.div_ceil(1 << 20) as usize;
+    assert!(
+        w.len() <= runs + 3,
+        "{} events for {size} bytes ({runs} MiB runs)",
+        w.len()
+    );
+}
+
 /// Decodes one datagram (an encoded `EventBatch`) with the trace reader.
 fn decode_batch(payload: &[u8]) -> pcstream_placement::wire::EventBatch {
     use pcstream_placement::trace::{TraceReader, MAGIC};
