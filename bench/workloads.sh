@@ -6,7 +6,8 @@
 # SCALE is `full` (docs/results.md), `paper` (RocksDB at the paper's emulator
 # scale) or `quick` (the tests: seconds).
 # Needs $BENCH_DATA: a directory prepared by bench/run.sh (or the tests) with
-# cbase/ (gen_cbase.py output) and tpcc.sql (gen_tpcc.py output; the mix
+# cbase/ (gen_cbase.py output; gcc alone at `paper` builds cbase-gcc/
+# instead where there is one) and tpcc.sql (gen_tpcc.py output; the mix
 # with gcc runs tpcc-mix.sql instead where there is one).
 set -euo pipefail
 
@@ -52,8 +53,8 @@ rocks() {
 # `files=`) includes a source tree the build never compiles, which takes its
 # share of the device like a kernel tree's unconfigured sources.
 gcc_rounds() {
-  local dir=$1
-  cp -r "$data/cbase" "$dir"
+  local dir=$1 src=${2:-$data/cbase}
+  cp -r "$src" "$dir"
   # gcc's temporary files (the .s between cc1 and as, collect2's) go where
   # they would in the paper's setting: Debian's /tmp is on the root disk,
   # i.e. the same SSD as the build. `record --device-trace` already points
@@ -78,7 +79,14 @@ case "$wl" in
   rocksdb-ar) rocks db --benchmarks=appendrandom,appendrandom --value_size="$AR" ;;
   rocksdb-ycsba) rocks db --benchmarks=fillrandom,readrandomwriterandom --readwritepercent=50 --num=$((KEYS / 2)) --reads=$((KEYS)) ;;
   sqlite-tpcc) sqlite_tpcc tpcc.db "$data/tpcc.sql" ;;
-  gcc) gcc_rounds build ;;
+  # gcc alone at the paper's scale builds its own, larger code base
+  # (bench/run.sh: kernel-sized objects and tree on a device of several GiB).
+  gcc)
+    if [ "$scale" = paper ] && [ -d "$data/cbase-gcc" ]; then
+      gcc_rounds build "$data/cbase-gcc"
+    else
+      gcc_rounds build
+    fi ;;
   mixed-rocksdb-gcc)
     rocks db --benchmarks=fillrandom,updaterandom --num=$((KEYS / 2)) & p1=$!
     gcc_rounds build & p2=$!
