@@ -20,8 +20,8 @@ data=${BENCH_DATA:?BENCH_DATA must name the prepared data directory}
 # MiB L1) at `quick` and `full`; the paper's emulator set-up at `paper` (900k
 # keys, 8 KiB values, 8 MiB memtables and files, 64 MiB L1, on a 12 GiB
 # device: bench/run.sh --paper), in the RocksDB + gcc mix too (with half
-# the keys, KEYS / 2 as at every scale). gcc's own rounds are the same at
-# `full` and `paper`.
+# the keys, KEYS / 2 as at every scale). gcc's rounds are the same at
+# `full` and `paper`; at `paper` gcc alone builds cbase-gcc/ (larger).
 VALUE=4096 FILE=4194304 L1=16777216 FR=2 AR=1024
 if [ "$scale" = quick ]; then
   KEYS=3000 ROUNDS=2
