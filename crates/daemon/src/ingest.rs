@@ -100,7 +100,7 @@ fn with_queue<T>(want: u32, make: impl FnOnce() -> T) -> (T, u32) {
 }
 
 /// Binds `events.sock` in `dir` (replacing a stale socket file), with a
-/// datagram queue of `queue` if the daemon may raise it ([`with_queue`]).
+/// datagram queue of `queue` if the daemon may raise it (`with_queue`).
 /// Returns the socket and the queue length it got (0: unknown).
 pub fn bind(dir: &Path, queue: u32) -> anyhow::Result<(UnixDatagram, u32)> {
     let path = dir.join("events.sock");
