@@ -57,8 +57,8 @@ const POOL_FULL: u32 = u32::MAX - 1;
 /// from, and is the first call's signature and stream: libc hands their
 /// bytes to the kernel mixed in its buffer flushes, they share the file
 /// and its deaths, and a program printing from many call sites (cc1
-/// writing a `.s`: 600,000 `fwrite`s from 440 call paths per translation
-/// unit) would otherwise cost an event per call (docs/shim.md, "stdio").
+/// writing a `.s`: ~600,000 stdio calls per translation unit from
+/// hundreds of call paths) would otherwise cost an event per call (docs/shim.md, "stdio").
 /// Such a run also covers up to [`STDIO_GAP`] bytes between two calls,
 /// which `putc` wrote unseen.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
