@@ -128,6 +128,11 @@ def wafm(cmp, wl, policy, internal):
     return mean(vs) if vs else None
 
 
+def gc_per_host(cmp, wl):
+    """Per recording: baseline's GC page copies per host page (internal streams off)."""
+    return [r["baseline"]["gc_pages"] / max(1, r["baseline"]["host_pages"]) for r in cmp.runs(wl) if "baseline" in r]
+
+
 def best_other(cmp, wl, internal):
     """(policy, mean WAF) of the best online policy other than pcstream."""
     got = [(wafm(cmp, wl, q, internal), q) for q in OTHERS]
@@ -430,7 +435,7 @@ def main() -> int:
     for n in names:
         ts = main_.by[n]
         d = ts[0]["device"]
-        gc = [r["baseline"]["gc_pages"] / max(1, r["baseline"]["host_pages"]) for r in main_.runs(n) if "baseline" in r]
+        gc = gc_per_host(main_, n)
         desc = DESC_PAPER.get(n) if logical_pages(main_, n) >= BIG_PAGES else None
         w(f"| {n} | {desc or DESC.get(n, '')} | {ts[0]['trace_logical_pages'] * 4 // 1024} MiB | {len(ts)} | "
           f"{cell(times.get(n, []), lambda v: f'{v:.0f}')} | {cell([t['host_pages'] for t in ts], lambda v: f'{v:.0f}')} | "
@@ -683,8 +688,7 @@ def main() -> int:
       f"(docs/placement.md). Main setting, internal streams off / on: {sq_txt}. The oracle "
       "(1.000) shows how much placement could still gain there.")
     if "gcc" in main_.by and logical_pages(main_, "gcc") >= BIG_PAGES:
-        gc = [r["baseline"]["gc_pages"] / max(1, r["baseline"]["host_pages"]) for r in main_.runs("gcc")
-              if "baseline" in r]
+        gc = gc_per_host(main_, "gcc")
         spread = max(wafm(main_, "gcc", p, False) - wafm(main_, "gcc", "oracle", False)
                      for p in POL if wafm(main_, "gcc", p, False) is not None)
         w(f"- gcc at several GiB: the build's files are written whole and die whole (objects rewritten when their "
