@@ -158,6 +158,86 @@ W1=$(twotemp 4421 nqn.2026-11.io.pcstream:mixed 1 1)
 W2=$(twotemp 4422 nqn.2026-11.io.pcstream:separate 2 1)
 info "two temperatures: WAF $W1 on one RUH, $W2 on separate RUHs"
 check two-temperature-waf awk "BEGIN { exit !($W2 < $W1) }"
+# F2FS: a file's write hint reaches the FDP device as F2FS's data
+# temperature (SHORT hot, EXTREME cold, the rest warm), and the kernel
+# passes the temperature on as write stream 1/2/3 = placement ids 0/1/2.
+modprobe f2fs 2>/dev/null
+FNQN=nqn.2026-11.io.pcstream:f2fs
+f2fs_up() { # port [backing file]: a 512 MiB target, 8 RUHs of 1 MiB RUs
+  pcstreamctl target --listen 127.0.0.1:$1 --nqn $FNQN --capacity 512M --ruhs 8 --ru-size 1M \
+    ${2:+--backing $2} --interval 0 --json >/tmp/f$1.json 2>>/tmp/f2fs-target.log &
+  FPID=$!
+  sleep 1
+  nvme connect -t tcp -a 127.0.0.1 -s $1 -n $FNQN >/dev/null 2>&1
+  sleep 2
+  FNS=$(ns_of $FNQN)
+  mkdir -p /mnt/f
+}
+f2fs_down() { # port: unmount, disconnect, stop the target (its JSON then has per-RUH bytes)
+  sync
+  umount /mnt/f
+  nvme disconnect -n $FNQN >/dev/null 2>&1
+  kill -TERM $FPID; wait $FPID
+  info "f2fs target $1: $(tr -d ' \n' </tmp/f$1.json | sed 's/.*\("ruh_host_bytes":\[[^]]*\]\).*/\1/')"
+}
+fruh() { tr -d ' \n' <"$1" | sed 's/.*"ruh_host_bytes":\[\([^]]*\)\].*/\1/' | cut -d, -f$2; }
+MiB=1048576
+f2fs_up 4430
+check f2fs-mkfs mkfs.f2fs -f -q "$FNS"
+check f2fs-mount mount -t f2fs "$FNS" /mnt/f
+# The issue's measurement: 8/12/16/24/32/40 MiB with no hint / 0 / SHORT /
+# MEDIUM / LONG / EXTREME.
+for fh in none:-:8192 zero:0:12288 short:2:16384 medium:3:24576 long:4:32768 extreme:5:40960; do
+  check "f2fs-hint-write-${fh%%:*}" lifewrite hint "/mnt/f/${fh%%:*}" $(echo "$fh" | cut -d: -f2) ${fh##*:}
+done
+f2fs_down 4430
+R0=$(fruh /tmp/f4430.json 1); R1=$(fruh /tmp/f4430.json 2); R2=$(fruh /tmp/f4430.json 3)
+REST=$(tr -d ' \n' </tmp/f4430.json | sed 's/.*"ruh_host_bytes":\[\([^]]*\)\].*/\1/' | cut -d, -f4-8)
+info "f2fs hints -> RUH host bytes: RUH0 $R0 RUH1 $R1 RUH2 $R2 RUH3-7 $REST"
+# SHORT (16 MiB) and F2FS's nodes/metadata in RUH 0; none, 0, MEDIUM, LONG
+# (76 MiB) in RUH 1; EXTREME (40 MiB) in RUH 2; nothing elsewhere.
+check f2fs-short-is-hot-ruh-0 awk "BEGIN { exit !($R0 >= 16 * $MiB && $R0 < 32 * $MiB) }"
+check f2fs-unhinted-medium-long-are-warm-ruh-1 awk "BEGIN { exit !($R1 >= 76 * $MiB && $R1 < 80 * $MiB) }"
+check f2fs-extreme-is-cold-ruh-2 awk "BEGIN { exit !($R2 >= 40 * $MiB && $R2 < 42 * $MiB) }"
+check f2fs-ruh-3-7-unused test "$REST" = "0,0,0,0,0"
+
+# pcstreamd and the shim on F2FS: a program writes through a short-lived
+# and a long-lived call path (lifewrite paths: one round's and eight
+# rounds' lifetime); the daemon learns them; after a target restart (the
+# namespace kept in a backing file), a second run's fresh files carry the
+# learnt hints and land on different RUHs: the short path's on F2FS's hot
+# RUH 0, the long path's on the warm/cold RUHs 1-2.
+mkdir -p /tmp/pcs/run /tmp/pcs/state
+pcstreamd --runtime-dir /tmp/pcs/run --state-dir /tmp/pcs/state >/tmp/pcs/d.log 2>&1 &
+DPID=$!
+sleep 1
+f2fs_up 4431 /tmp/f2fs.img
+check f2fs-learn-mkfs mkfs.f2fs -f -q "$FNS"
+check f2fs-learn-mount mount -t f2fs "$FNS" /mnt/f
+mkdir -p /mnt/f/learn /mnt/f/run2
+check f2fs-learn-under-shim env PCSTREAM_RUNTIME_DIR=/tmp/pcs/run PCSTREAM_FLUSH_MS=50 \
+  LD_PRELOAD=/usr/lib/pcstream/libpcstream.so lifewrite paths /mnt/f/learn 24 1024 2048 8
+sleep 2
+PCSTREAM_RUNTIME_DIR=/tmp/pcs/run pcstreamctl streams 2>&1 | sed 's/^/  | /'
+PCSTREAM_RUNTIME_DIR=/tmp/pcs/run pcstreamctl contexts --json >/tmp/ctx.json 2>&1
+f2fs_down 4431
+f2fs_up 4432 /tmp/f2fs.img
+check f2fs-remount mount -t f2fs "$FNS" /mnt/f
+# 4 rounds: 16 MiB through each path; the last WINDOW (8) c.* files stay.
+check f2fs-run2-under-shim env PCSTREAM_RUNTIME_DIR=/tmp/pcs/run PCSTREAM_FLUSH_MS=50 \
+  LD_PRELOAD=/usr/lib/pcstream/libpcstream.so lifewrite paths /mnt/f/run2 4 4096 4096 8
+HH=$(lifewrite gethint /mnt/f/run2/h.3); HC=$(lifewrite gethint /mnt/f/run2/c.3)
+info "f2fs run 2: hint of the short path's file $HH, of the long path's $HC"
+f2fs_down 4432
+P0=$(fruh /tmp/f4432.json 1); P1=$(fruh /tmp/f4432.json 2); P2=$(fruh /tmp/f4432.json 3)
+info "f2fs run 2 -> RUH host bytes: RUH0 $P0 RUH1 $P1 RUH2 $P2"
+check f2fs-short-path-hinted-short test "$HH" = 2
+check f2fs-long-path-hinted-warm-or-cold sh -c "test $HC = 3 -o $HC = 4 -o $HC = 5"
+# 16 MiB through each path: the short path's in RUH 0 (with F2FS's nodes),
+# the long path's in RUH 1 or 2, and neither in the other's.
+check f2fs-short-path-on-ruh-0 awk "BEGIN { exit !($P0 >= 16 * $MiB && $P0 < 24 * $MiB) }"
+check f2fs-long-path-on-ruh-1-2 awk "BEGIN { exit !($P1 + $P2 >= 16 * $MiB && $P1 + $P2 < 20 * $MiB) }"
+kill -TERM $DPID; wait $DPID
 echo ALL-DONE
 echo o >/proc/sysrq-trigger
 sleep 5

@@ -5,7 +5,9 @@
 # `pcstreamctl` binary into an initramfs, boots it under QEMU/TCG with no
 # network device, and inside the guest runs `pcstreamctl target` on
 # 127.0.0.1 and checks it through the kernel's nvme-tcp driver and nvme-cli
-# (guest-init.sh). A second boot of the same initramfs runs systemd as PID 1
+# (guest-init.sh), then F2FS on the target: each write hint's RUH, and
+# pcstreamd with the shim placing a short- and a long-lived call path of
+# lifewrite.c on different RUHs. A second boot of the same initramfs runs systemd as PID 1
 # (rdinit=/lib/systemd/systemd), which starts pcstreamd from
 # packaging/pcstreamd.service, unchanged; pcstream-check.service then runs
 # systemd-check.sh against it (sockets, status, a program under the shim,
@@ -30,7 +32,7 @@ mkdir -p "$cache"
 # 1. The guest root file system and kernel (cached). rootfs.done holds the
 # package list it was built with: a cache from another list (e.g. one
 # without systemd) is rebuilt, and the base initramfs with it.
-include=nvme-cli,e2fsprogs,kmod,iproute2,procps,systemd
+include=nvme-cli,e2fsprogs,f2fs-tools,kmod,iproute2,procps,systemd
 stamp="trixie minbase $include"
 if [ "$(cat "$cache/rootfs.done" 2>/dev/null)" != "$stamp" ]; then
   rm -rf "$cache/rootfs" "$cache/rootfs.done" "$cache/base.cpio.zst"
@@ -68,7 +70,7 @@ if [ ! -e "$cache/base.cpio.zst" ]; then
   [ -d "$src" ] || src=$cache/kernel/usr/lib/modules/$kver
   dst=$stage/lib/modules/$kver
   mkdir -p "$dst/kernel"
-  for p in drivers/nvme fs/ext4 fs/jbd2 fs/mbcache.ko.xz fs/configfs lib crypto arch net/tls net/handshake security/keys; do
+  for p in drivers/nvme fs/ext4 fs/f2fs fs/jbd2 fs/mbcache.ko.xz fs/configfs lib crypto arch net/tls net/handshake security/keys; do
     if [ -e "$src/kernel/$p" ]; then mkdir -p "$dst/kernel/$(dirname "$p")"; cp -a "$src/kernel/$p" "$dst/kernel/$p"; fi
   done
   cp -a "$src"/modules.builtin* "$src"/modules.order "$dst/" 2>/dev/null || true
@@ -109,6 +111,7 @@ ln -s /dev/null "$over/etc/systemd/system/getty@tty1.service"
 echo 5c0e5e0b1dd94c5f9b8f6a8e2f0c1d2e >"$over/etc/machine-id"
 cc -O2 -Wall -o "$over/usr/local/bin/hintwrite" "$here/hintwrite.c"
 cc -O2 -Wall -o "$over/usr/local/bin/uringwrite" "$here/uringwrite.c"
+cc -O2 -Wall -o "$over/usr/local/bin/lifewrite" "$here/lifewrite.c"
 cp "$here/guest-init.sh" "$over/init" && chmod 755 "$over/init"
 (cd "$over" && find . | cpio -o -H newc --quiet | zstd -q >"$cache/overlay.cpio.zst")
 cat "$cache/base.cpio.zst" "$cache/overlay.cpio.zst" >"$cache/initrd.zst"
