@@ -57,6 +57,14 @@ enum Command {
 }
 
 fn main() -> std::process::ExitCode {
+    // Output piped into `head` or a closed pager ends the command quietly, as
+    // with any Unix tool, instead of a "failed printing to stdout" panic:
+    // Rust ignores SIGPIPE by default, so restore the default action.
+    // SAFETY: setting a signal's disposition to SIG_DFL at the start of
+    // main, before any thread exists, has no other effect.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Sim(a) => sim::run(a),
