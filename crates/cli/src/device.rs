@@ -1,5 +1,5 @@
 //! `pcstreamctl device /dev/nvmeX[nY]`: what an NVMe device offers for data
-//! placement, read through admin (and I/O) passthrough ioctls
+//! placement (without a device: the host's listing, `devices.rs`), read through admin (and I/O) passthrough ioctls
 //! (`nvme-cli-sys`): identity, FDP support and configuration (RUHs, RU
 //! size), RUH usage and status, FDP statistics as WAF, recent FDP events,
 //! Streams directive support. A table, `--json`, or `--watch SECS` for a
@@ -19,17 +19,21 @@ use serde::Serialize;
 /// `pcstreamctl device` options.
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:\n  \
+pcstreamctl device\n  \
+pcstreamctl device --json\n  \
 pcstreamctl device /dev/nvme0n1\n  \
 pcstreamctl device /dev/nvme0 --json\n  \
 pcstreamctl device /dev/nvme0n1 --watch 2")]
 pub struct DeviceArgs {
-    /// Controller (/dev/nvmeX) or namespace (/dev/nvmeXnY) device.
-    pub path: PathBuf,
+    /// Controller (/dev/nvmeX) or namespace (/dev/nvmeXnY) device; without
+    /// one: every block device (write streams, granularity, FDP) and every
+    /// mounted file system with whether learnt hints reach its device.
+    pub path: Option<PathBuf>,
     /// Print JSON.
     #[arg(long)]
     pub json: bool,
     /// Print the FDP statistics' WAF every SECS seconds until interrupted.
-    #[arg(long, value_name = "SECS")]
+    #[arg(long, value_name = "SECS", requires = "path")]
     pub watch: Option<u64>,
 }
 
@@ -64,25 +68,25 @@ pub struct Event {
 /// Everything the command reports.
 #[derive(Debug, Serialize)]
 pub struct Report {
-    model: String,
-    serial: String,
-    firmware: String,
-    nsid: u32,
-    endgid: u16,
-    fdp_supported: bool,
-    fdp_enabled: bool,
-    fdp_config_index: u8,
-    streams_supported: bool,
-    configs: Vec<FdpConfig>,
+    pub(crate) model: String,
+    pub(crate) serial: String,
+    pub(crate) firmware: String,
+    pub(crate) nsid: u32,
+    pub(crate) endgid: u16,
+    pub(crate) fdp_supported: bool,
+    pub(crate) fdp_enabled: bool,
+    pub(crate) fdp_config_index: u8,
+    pub(crate) streams_supported: bool,
+    pub(crate) configs: Vec<FdpConfig>,
     /// RUH attributes from the usage log (1 host specified, 2 controller specified).
-    ruh_usage: Vec<u8>,
+    pub(crate) ruh_usage: Vec<u8>,
     /// Per placement id: reclaim unit available media writes (logical blocks), namespaces only.
-    ruamw: Vec<u64>,
-    host_bytes: u128,
-    media_bytes: u128,
-    erased_bytes: u128,
-    waf: Option<f64>,
-    events: Vec<Event>,
+    pub(crate) ruamw: Vec<u64>,
+    pub(crate) host_bytes: u128,
+    pub(crate) media_bytes: u128,
+    pub(crate) erased_bytes: u128,
+    pub(crate) waf: Option<f64>,
+    pub(crate) events: Vec<Event>,
 }
 
 fn le16(b: &[u8], at: usize) -> u16 {
@@ -329,13 +333,34 @@ fn print(r: &Report) {
     }
 }
 
+/// Reads what the NVMe device at `path` reports.
+pub(crate) fn read_path(path: &std::path::Path) -> anyhow::Result<Report> {
+    let file = File::open(path).with_context(|| format!("{}", path.display()))?;
+    read(&Dev {
+        file,
+        path: path.to_path_buf(),
+    })
+}
+
 /// Runs the subcommand.
 pub fn run(a: DeviceArgs) -> anyhow::Result<ExitCode> {
-    let file = File::open(&a.path).with_context(|| format!("{}", a.path.display()))?;
-    let dev = Dev {
-        file,
-        path: a.path.clone(),
+    let Some(path) = a.path.clone() else {
+        let mountinfo =
+            std::fs::read_to_string("/proc/self/mountinfo").context("/proc/self/mountinfo")?;
+        let l = crate::devices::listing(
+            &pcstream_placement::delivery::Sysfs::default(),
+            &mountinfo,
+            true,
+        );
+        if a.json {
+            println!("{}", serde_json::to_string_pretty(&l)?);
+        } else {
+            crate::devices::print(&l);
+        }
+        return Ok(ExitCode::SUCCESS);
     };
+    let file = File::open(&path).with_context(|| format!("{}", path.display()))?;
+    let dev = Dev { file, path };
     if let Some(secs) = a.watch {
         loop {
             let r = read(&dev)?;

@@ -14,6 +14,7 @@ mod compare;
 mod daemon;
 mod demo;
 mod device;
+mod devices;
 mod devtrace;
 mod extents;
 mod launch;
@@ -50,7 +51,7 @@ enum Command {
     Daemon(daemon::DaemonCmd),
     /// Run ftl-sim as an NVMe/TCP device with Flexible Data Placement.
     Target(target::TargetArgs),
-    /// Show an NVMe device's FDP / Streams capabilities and its FDP statistics as WAF.
+    /// Where learnt placement reaches: block devices, file systems, or one NVMe device's FDP / Streams state and WAF.
     Device(device::DeviceArgs),
     /// The live system in one command: pcstreamd learning from db_bench under the shim, then every policy compared.
     Demo(demo::DemoArgs),

@@ -22,6 +22,7 @@
 
 pub mod app_hints;
 pub mod autostream;
+pub mod delivery;
 #[cfg(feature = "learn")]
 pub mod dual;
 pub mod env;
