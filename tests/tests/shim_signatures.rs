@@ -271,3 +271,110 @@ fn a_signal_handlers_write_has_one_signature_wherever_the_signal_lands() {
         }
     }
 }
+
+/// Per file of `shim_shapes DIR`: the signature of every write (each
+/// write is its own event) and the streams they were placed in.
+fn run_shapes(bin: &Path, env: &[(&str, &str)]) -> (BTreeMap<&'static str, u64>, ProcessTrace) {
+    let work = tempfile::tempdir().unwrap();
+    let rec = tempfile::tempdir().unwrap();
+    let mut run = Run::record(rec.path());
+    for (k, v) in env {
+        run = run.env(k, v);
+    }
+    run.stdout(bin, &[work.path().to_str().unwrap()]);
+    let t = only_trace(rec.path());
+    let mut sigs = BTreeMap::new();
+    for (file, n) in [
+        ("main", 200),
+        ("thread", 200),
+        ("helper-main", 4),
+        ("helper-thread", 4),
+    ] {
+        let w = writes_to(&t, &work.path().join(file));
+        assert_eq!(w.len(), n, "{file}: one event per write");
+        let s: std::collections::BTreeSet<u64> = w.iter().map(|w| w.signature).collect();
+        assert_eq!(s.len(), 1, "{file}: one signature for every repeat: {s:x?}");
+        sigs.insert(file, w[0].signature);
+    }
+    (sigs, t)
+}
+
+/// A write issued directly from `main` (its call path runs out in libc's
+/// and the program's start-up code) and one issued directly from a thread's
+/// start routine (it runs out in `start_thread` and `clone3`) each get one
+/// signature for every repeat, distinct, identical on a second run (ASLR
+/// on), and the stream the mapping gives that signature on every write: the
+/// repeats go through the thread's remembered path (a path that ends at the
+/// outermost frame is complete with fewer than K frames), and the one
+/// they replace and find again after each helper write returns the same
+/// answer. Without frame pointers these paths are unwound with the CFI
+/// tables to the frame they mark outermost, like libgcc's unwinder
+/// (`PCSTREAM_UNWIND=exact`): same frames, no scan.
+#[test]
+fn writes_from_main_and_a_thread_start_routine_are_stable_and_distinct() {
+    assert!(aslr_on(), "/proc/sys/kernel/randomize_va_space is 0");
+    for (name, flags) in [("frame pointers", FP), ("no frame pointers", NO_FP)] {
+        let bin = program("shim_shapes", flags);
+        let (a, ta) = run_shapes(&bin, &[]);
+        let distinct: std::collections::BTreeSet<_> = a.values().collect();
+        assert_eq!(distinct.len(), 4, "{name}: 4 distinct signatures {a:x?}");
+        // Described like any signature (ModuleInfo may follow it in the
+        // file here: two threads flush their batches in either order).
+        for s in a.values() {
+            let info = &ta.signatures()[s];
+            let again = signature_of(info.frames.iter().map(|f| (f.module_key, f.offset)));
+            assert_eq!(again.0, *s, "signature recomputes from its frames");
+            assert!(info
+                .frames
+                .iter()
+                .all(|f| ta.modules().contains_key(&f.module_key)));
+        }
+        // The second run maps each signature to its own stream.
+        let work = tempfile::tempdir().unwrap();
+        let map = work.path().join("map");
+        let streams: BTreeMap<&str, u32> = [
+            ("main", 1),
+            ("thread", 2),
+            ("helper-main", 3),
+            ("helper-thread", 4),
+        ]
+        .into();
+        let lines: String = streams
+            .iter()
+            .map(|(f, s)| format!("{:016x} {s}\n", a[f]))
+            .collect();
+        std::fs::write(&map, lines).unwrap();
+        let (b, tb) = run_shapes(&bin, &[(var::MAP, map.to_str().unwrap())]);
+        assert_eq!(a, b, "{name}: same signatures on a second run");
+        let by_sig: BTreeMap<u64, u32> = streams.iter().map(|(f, s)| (a[f], *s)).collect();
+        for w in tb.writes() {
+            assert_eq!(
+                w.stream, by_sig[&w.signature],
+                "{name}: every write of {:x} in its mapped stream",
+                w.signature
+            );
+        }
+        if flags == NO_FP {
+            let infos = ta.signatures();
+            let fns = functions(&bin);
+            let (lo, hi) = fns["_start"];
+            let main = &infos[&a["main"]];
+            let last = main.frames.last().unwrap();
+            assert!(
+                last.module_key == main.frames[0].module_key
+                    && lo < last.offset
+                    && last.offset <= hi,
+                "main's path ends in the program's _start: {main:?}"
+            );
+            for file in ["main", "thread"] {
+                assert_eq!(
+                    infos[&a[file]].method,
+                    wire::UnwindMethod::Dwarf as i32,
+                    "{file}: CFI walk to the outermost frame, no scan"
+                );
+            }
+            let (exact, _) = run_shapes(&bin, &[(var::UNWIND, "exact")]);
+            assert_eq!(a, exact, "the CFI walk's frames are libgcc's");
+        }
+    }
+}

@@ -39,6 +39,24 @@ pub struct Rule {
 }
 
 impl Rule {
+    /// The outermost frame: the CFI says the return address is undefined
+    /// (`DW_CFA_undefined` on the return-address column), as glibc marks
+    /// `_start` and the child side of `clone`/`clone3` (a new thread's first
+    /// frame): there is no caller, the walk ends here. Packed as a valid
+    /// rule with a CFA offset of 0, which no real rule has (the return
+    /// address lies at CFA − 8, above the frame's own stack pointer).
+    pub const END: Rule = Rule {
+        cfa_rbp: false,
+        cfa_off: 0,
+        rbp_at: None,
+    };
+
+    /// Whether this is [`Rule::END`].
+    #[inline(always)]
+    pub fn is_end(self) -> bool {
+        self == Rule::END
+    }
+
     /// The rule in 32 bits (bit 31 set: valid).
     pub fn pack(self) -> u32 {
         // bit 31: valid; bit 30: cfa_rbp; bits 16..30: cfa_off / 8 (14 bits);
@@ -67,7 +85,13 @@ impl Rule {
     }
 
     fn packable(self) -> bool {
-        self.cfa_off.is_multiple_of(8)
+        if self.is_end() {
+            return true;
+        }
+        // A CFA offset of 0 is END's encoding (and no real rule's: the walk
+        // refuses a CFA below rsp + 8).
+        self.cfa_off >= 8
+            && self.cfa_off.is_multiple_of(8)
             && self.cfa_off / 8 < 1 << 14
             && self
                 .rbp_at
@@ -84,12 +108,30 @@ pub fn rule(table: &Table, ra: usize) -> Option<Rule> {
     }
     let r = table
         .lookup(ra)
-        .and_then(|h| h.module.fdes.fde_for(ra - 1))
-        // SAFETY: `fde_for` returns FDEs of a loaded module's mapped .eh_frame.
-        .and_then(|fde| unsafe { eval(fde, ra - 1) })
+        .and_then(|h| {
+            h.module
+                .fdes
+                .fde_for(ra - 1)
+                // SAFETY: `fde_for` returns FDEs of a loaded module's mapped
+                // .eh_frame (`eval` answers `None` outside the FDE's range).
+                .and_then(|fde| unsafe { eval(fde, ra - 1) })
+                .or_else(|| start_up(h.module, ra - 1).then_some(Rule::END))
+        })
         .filter(|r| r.packable());
     RULES.put(ra, 1, table.gen, r.map_or(0, Rule::pack));
     r
+}
+
+/// Bytes of start-up code after an entry point that [`start_up`] accepts:
+/// the x86-64 dynamic loader's `_start` + `_dl_start_user` is 61 bytes.
+const ENTRY_CODE: usize = 128;
+
+/// Whether `pc`, covered by no FDE (or by none this file can read), is the start-up code at its module's
+/// entry point (the program's `_start` built without CFI, or the dynamic
+/// loader's `_dl_start_user`, which calls the libraries' constructors and
+/// has no CFI): the outermost frame.
+fn start_up(m: &crate::modules::Module, pc: usize) -> bool {
+    m.entry != 0 && pc.wrapping_sub(m.entry) < ENTRY_CODE
 }
 
 /// A bounded reader over mapped bytes.
@@ -171,6 +213,9 @@ struct State {
     cfa_reg: u64,
     cfa_off: i64,
     rbp_at: Option<i64>,
+    /// The return address is undefined here (`DW_CFA_undefined` on the
+    /// return-address column): the outermost frame.
+    ra_undefined: bool,
 }
 
 /// Runs the CFI of the FDE at `fde` up to `pc`.
@@ -220,11 +265,11 @@ unsafe fn eval(fde: usize, pc: usize) -> Option<Rule> {
     let aug = &aug[..n];
     let caf = c.uleb()?;
     let daf = c.sleb()?;
-    if version == 1 {
-        c.u8()?;
+    let ra_reg = if version == 1 {
+        c.u8()? as u64
     } else {
-        c.uleb()?;
-    }
+        c.uleb()?
+    };
     let mut fde_enc = 0u8;
     if aug.first() == Some(&b'z') {
         let alen = c.uleb()? as usize;
@@ -260,6 +305,7 @@ unsafe fn eval(fde: usize, pc: usize) -> Option<Rule> {
         cfa_reg: RSP,
         cfa_off: 8,
         rbp_at: None,
+        ra_undefined: false,
     };
     let mut st = init;
     let mut stack = [init; 4];
@@ -291,6 +337,9 @@ unsafe fn eval(fde: usize, pc: usize) -> Option<Rule> {
                     if lo == RBP {
                         st.rbp_at = cie_state.rbp_at;
                     }
+                    if lo == ra_reg {
+                        st.ra_undefined = cie_state.ra_undefined;
+                    }
                 }
                 _ => match op {
                     0x00 => {}
@@ -318,11 +367,22 @@ unsafe fn eval(fde: usize, pc: usize) -> Option<Rule> {
                         if r == RBP {
                             st.rbp_at = Some(o);
                         }
+                        if r == ra_reg {
+                            st.ra_undefined = false;
+                        }
                     }
                     0x06..=0x08 => {
                         let r = rd.uleb()?;
                         if r == RBP {
                             st.rbp_at = if op == 0x06 { cie_state.rbp_at } else { None };
+                        }
+                        if r == ra_reg {
+                            // restore / undefined / same value
+                            st.ra_undefined = match op {
+                                0x06 => cie_state.ra_undefined,
+                                0x07 => true,
+                                _ => false,
+                            };
                         }
                     }
                     0x09 => {
@@ -364,6 +424,9 @@ unsafe fn eval(fde: usize, pc: usize) -> Option<Rule> {
                         if r == RBP {
                             st.rbp_at = Some(o);
                         }
+                        if r == ra_reg {
+                            st.ra_undefined = false;
+                        }
                     }
                     0x12 => {
                         st.cfa_reg = rd.uleb()?;
@@ -384,6 +447,9 @@ unsafe fn eval(fde: usize, pc: usize) -> Option<Rule> {
                 },
             }
         }
+    }
+    if st.ra_undefined {
+        return Some(Rule::END);
     }
     if !(st.cfa_reg == RSP || st.cfa_reg == RBP) || st.cfa_off < 0 {
         return None;
@@ -425,6 +491,17 @@ mod tests {
             assert_eq!(Rule::unpack(r.pack()), Some(r));
         }
         assert_eq!(Rule::unpack(0), None);
+        // The outermost frame survives packing, and no other rule packs
+        // into its encoding.
+        assert!(Rule::END.packable());
+        assert_eq!(Rule::unpack(Rule::END.pack()), Some(Rule::END));
+        assert!(Rule::unpack(Rule::END.pack()).unwrap().is_end());
+        assert!(!Rule {
+            cfa_rbp: false,
+            cfa_off: 0,
+            rbp_at: Some(-16),
+        }
+        .packable());
     }
 
     #[test]

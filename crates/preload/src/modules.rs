@@ -34,6 +34,11 @@ pub struct Module {
     pub own: bool,
     /// Function starts from its `.eh_frame_hdr` (scan validation).
     pub fdes: crate::ehhdr::FdeTable,
+    /// The ELF entry point (runtime address) when this module is the
+    /// program (`AT_ENTRY`) or the dynamic loader (`AT_BASE` + its
+    /// `e_entry`): the first code the process ran, which has no caller (the
+    /// CFI walk ends there, see `cfi::rule`); 0 for every other module.
+    pub entry: usize,
 }
 
 /// An executable address range of a module.
@@ -138,6 +143,9 @@ pub fn reset_sent() {
 
 struct Collect {
     own_addr: usize,
+    /// `getauxval(AT_ENTRY)`, `getauxval(AT_BASE)`.
+    at_entry: usize,
+    at_base: usize,
     modules: Vec<Module>,
     ranges: Vec<Range>,
 }
@@ -203,6 +211,25 @@ unsafe fn build_id(info: &dl_phdr_info) -> Vec<u8> {
     Vec::new()
 }
 
+/// The entry point of the ELF object whose header is mapped at `base`
+/// (0: not an x86-64 ELF header).
+///
+/// # Safety
+/// `[base, base + 64)` must be mapped.
+unsafe fn loader_entry(base: usize) -> usize {
+    // SAFETY: guaranteed by the caller (64 bytes of ELF header).
+    let (magic, e_entry) = unsafe {
+        (
+            (base as *const [u8; 4]).read_unaligned(),
+            ((base + 24) as *const u64).read_unaligned(),
+        )
+    };
+    if magic != *b"\x7fELF" || e_entry == 0 {
+        return 0;
+    }
+    base.wrapping_add(e_entry as usize)
+}
+
 unsafe extern "C" fn collect_one(
     info: *mut dl_phdr_info,
     _size: size_t,
@@ -234,6 +261,7 @@ unsafe extern "C" fn collect_one(
     let mut own = false;
     let mut any = false;
     let mut fdes = crate::ehhdr::FdeTable::default();
+    let mut header = false;
     for i in 0..info.dlpi_phnum as usize {
         // SAFETY: dlpi_phdr points to dlpi_phnum program headers.
         let ph = unsafe { &*info.dlpi_phdr.add(i) };
@@ -241,6 +269,7 @@ unsafe extern "C" fn collect_one(
             // SAFETY: PT_GNU_EH_FRAME is the mapped .eh_frame_hdr of this object.
             fdes = unsafe { crate::ehhdr::FdeTable::parse(base + ph.p_vaddr as usize) };
         }
+        header |= ph.p_type == libc::PT_LOAD && ph.p_offset == 0 && ph.p_vaddr == 0;
         if ph.p_type == libc::PT_LOAD && ph.p_flags & libc::PF_X != 0 {
             let start = base + ph.p_vaddr as usize;
             let end = start + ph.p_memsz as usize;
@@ -253,6 +282,24 @@ unsafe extern "C" fn collect_one(
             any = true;
         }
     }
+    let first = c.ranges.len()
+        - c.ranges
+            .iter()
+            .rev()
+            .take_while(|r| r.module == idx)
+            .count();
+    let entry = if c.ranges[first..]
+        .iter()
+        .any(|r| (r.start..r.end).contains(&c.at_entry))
+    {
+        c.at_entry
+    } else if header && base != 0 && base == c.at_base {
+        // SAFETY: a PT_LOAD maps file offset 0 at the load bias: the ELF
+        // header (64 bytes) is mapped there.
+        unsafe { loader_entry(base) }
+    } else {
+        0
+    };
     if any {
         c.modules.push(Module {
             key,
@@ -263,6 +310,7 @@ unsafe extern "C" fn collect_one(
             sent: AtomicBool::new(false),
             own,
             fdes,
+            entry,
         });
     }
     0
@@ -275,6 +323,10 @@ pub fn refresh() {
     let _g = REFRESH.lock().unwrap_or_else(|e| e.into_inner());
     let mut c = Collect {
         own_addr: refresh as *const () as usize,
+        // SAFETY: getauxval reads the process's auxiliary vector.
+        at_entry: unsafe { libc::getauxval(libc::AT_ENTRY) } as usize,
+        // SAFETY: as above.
+        at_base: unsafe { libc::getauxval(libc::AT_BASE) } as usize,
         modules: Vec::new(),
         ranges: Vec::new(),
     };

@@ -85,6 +85,10 @@ pub struct Captured {
     /// none), what the thread's last-path check compares.
     cfi_raw: [MaybeUninit<usize>; CACHED_FRAMES],
     cfi_n: usize,
+    /// Whether the CFI walk ended at the outermost frame (its rule says
+    /// the return address is undefined: `_start`, a new thread's first
+    /// frame), so the path is complete with fewer than K frames.
+    cfi_end: bool,
 }
 
 impl Captured {
@@ -96,6 +100,7 @@ impl Captured {
             frames: [MaybeUninit::uninit(); MAX_FRAMES],
             cfi_raw: [MaybeUninit::uninit(); CACHED_FRAMES],
             cfi_n: 0,
+            cfi_end: false,
             n: 0,
             method: Method::FramePointer,
             cached: false,
@@ -167,6 +172,7 @@ pub unsafe fn capture_into(
     out.cached = false;
     out.skipped = false;
     out.cfi_n = 0;
+    out.cfi_end = false;
     let k = p.frames.clamp(1, MAX_FRAMES);
     if p.unwind == Unwind::Exact {
         walk_exact(table, out, k);
@@ -202,26 +208,33 @@ pub unsafe fn capture_into(
     // SAFETY: forwarded caller contract.
     unsafe { walk(t, table, record, p, out) };
     finish(out);
-    if out.method == Method::Dwarf && !out.skipped && out.cfi_n == k && out.n == k {
+    // A complete CFI walk: K frames, or fewer ending at the outermost frame
+    // (the chain ends in libc's or the program's start-up code, or in the
+    // first frame of a thread).
+    let n = out.n;
+    if out.method == Method::Dwarf
+        && !out.skipped
+        && n >= 1
+        && out.cfi_n == n
+        && (n == k || out.cfi_end)
+    {
         let mut addrs = [0; CACHED_FRAMES];
-        for (d, s) in addrs.iter_mut().zip(&out.cfi_raw[..k]) {
-            // SAFETY: the first cfi_n (= k) entries were written by the walk.
+        for (d, s) in addrs.iter_mut().zip(&out.cfi_raw[..n]) {
+            // SAFETY: the first cfi_n (= n) entries were written by the walk.
             *d = unsafe { s.assume_init() };
         }
-        let raw = Raw {
-            addrs,
-            n: k,
-            hash: 0,
-        };
+        let raw = Raw { addrs, n, hash: 0 };
         // The rule at each return address but the last (what a repeat
-        // unwinds with); a path with any frame whose rule cannot be packed
-        // is not remembered.
+        // unwinds with; the last one's is the outermost frame's when the
+        // path is shorter than K, and a repeat has nothing to unwind
+        // there); a path with any frame whose rule cannot be packed is not
+        // remembered.
         let mut ok = true;
         // Where each return address lies, from the record (`fixed`: while
         // every rule takes the CFA from `rsp`).
         let mut fixed = true;
         let mut rsp = 16u32;
-        for (i, &ra) in addrs[..k - 1].iter().enumerate() {
+        for (i, &ra) in addrs[..n - 1].iter().enumerate() {
             let rule = crate::cfi::rule(table, ra);
             let r = rule.map_or(0, crate::cfi::Rule::pack);
             ok &= r != 0;
@@ -239,7 +252,8 @@ pub unsafe fn capture_into(
         }
         if ok {
             remember_path(t, table, &raw, out.signature.0, out.stream);
-            t.path_n.set(k as u32 | CFI_PATH);
+            let end = if n < k { CFI_END } else { 0 };
+            t.path_n.set(n as u32 | CFI_PATH | end);
         } else if t.path_n.get() & CFI_PATH != 0 {
             // The rules and offsets just written belong to no remembered
             // path: the thread's last CFI path must not be compared with them.
@@ -252,6 +266,11 @@ pub unsafe fn capture_into(
 /// (compare it with [`cfi_path_hit`], not the frame-pointer chain; the
 /// flag makes [`path_hit`] miss, as `n` then exceeds any `k`).
 const CFI_PATH: u32 = 0x80;
+
+/// `Thread::path_n` flag, with [`CFI_PATH`]: the path ends at the
+/// outermost frame with fewer frames than K (a repeat compares those and
+/// is complete; the rule at the last address says there is no caller).
+const CFI_END: u32 = 0x100;
 
 /// [`path_hit`] for a path found by the CFI walk: unwinds with the rules
 /// remembered with the path (`Thread::path_rules`: no lookup), comparing
@@ -266,8 +285,11 @@ unsafe fn cfi_path_hit(
     record: *const usize,
     k: usize,
 ) -> Option<(Signature, u32)> {
-    let n = t.path_n.get();
-    if n & CFI_PATH == 0 || (n & !CFI_PATH) as usize != k || k > PATH_FRAMES {
+    let flags = t.path_n.get();
+    let n = (flags & 0x7f) as usize;
+    // The thread's last path was found by the CFI walk and has K frames, or
+    // fewer ending at the outermost frame.
+    if flags & CFI_PATH == 0 || !(n == k || (flags & CFI_END != 0 && n < k)) || n > PATH_FRAMES {
         return None;
     }
     if t.path_table.get() != table as *const Table as usize {
@@ -283,16 +305,16 @@ unsafe fn cfi_path_hit(
     if pc != t.path[0].get() {
         return None;
     }
-    if t.path_slots[0].get() != 0 && k > 1 {
+    if t.path_slots[0].get() != 0 && n > 1 {
         // Every rule on the path takes the CFA from `rsp`: each return
         // address lies at a fixed offset from the record (`fixed_step`
         // checked what the walk below checks of each rule), so the words
         // there are compared directly. The last one is the highest.
-        let last = t.path_slots[k - 2].get() as usize;
+        let last = t.path_slots[n - 2].get() as usize;
         if rec + last + 8 > hi {
             return None;
         }
-        for i in 1..k {
+        for i in 1..n {
             let at = rec + t.path_slots[i - 1].get() as usize;
             // SAFETY: rec + 16 <= at <= rec + last, and rec + last + 8 <= hi.
             if unsafe { word(at) } != t.path[i].get() {
@@ -302,7 +324,7 @@ unsafe fn cfi_path_hit(
         return Some((Signature(t.path_sig.get()), t.path_stream.get()));
     }
     let mut rsp = rec + 16;
-    for i in 1..k {
+    for i in 1..n {
         // The rule at this frame's return address (= path[i - 1], checked),
         // remembered with the path.
         let r = crate::cfi::Rule::unpack(t.path_rules[i - 1].get())?;
@@ -770,6 +792,11 @@ unsafe fn cfi_walk(
         let Some(r) = crate::cfi::rule(table, pc) else {
             return Some((rsp, pc));
         };
+        if r.is_end() {
+            // The outermost frame: the path is complete.
+            out.cfi_end = true;
+            return None;
+        }
         let base = if r.cfa_rbp { rbp } else { rsp };
         let cfa = base.wrapping_add(r.cfa_off as usize);
         if cfa & 7 != 0 || cfa < rsp + 8 || cfa > hi {
