@@ -11,6 +11,20 @@
 #   defaults: 15 rounds, 200000 writes of 4096 bytes; "scattered": pwrite()s
 #   that never continue each other (one event per write in record mode)
 #   instead of a sequential write() loop (coalesced into runs)
+#        scripts/bench-shim.sh shapes [ROUNDS] [COUNT] [SIZE]
+#   what the shim adds per write on every shape of call path
+#   (tests/c/shim_bench_shapes.c: write() straight from main, from a
+#   thread's start routine, through a shared library the program links,
+#   8 functions deep), each program built with frame pointers and without
+#   (Debian's default "-O2"), each with a map (PCSTREAM_MAP), with a
+#   pcstreamd attached (it learns every path in a warm-up run first) and in
+#   record mode: whole-process user + sys time (wait4) of COUNT writes,
+#   every configuration in every round, each shim run right after a native
+#   run of the same program; the table shows the native ns/write and, per
+#   mode, the median over rounds of (shim run - its native run) / COUNT,
+#   user + sys (and user alone). Defaults: 7 rounds, 1000000 writes of
+#   4096 bytes. SHAPES, BUILDS ("fp nofp"), MODES ("map daemon record")
+#   narrow it.
 #        scripts/bench-shim.sh lines [scattered]
 #   what one write costs in user space, counted (not timed) under
 #   valgrind's lackey: per configuration, the median over the second block
@@ -35,6 +49,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 MODE=time
+if [[ ${1:-} == shapes ]]; then
+    shift
+    exec scripts/bench-shapes.sh "$@"
+fi
 if [[ ${1:-} == lines ]]; then
     MODE=lines
     shift

@@ -230,30 +230,23 @@ pub unsafe fn capture_into(
         // there); a path with any frame whose rule cannot be packed is not
         // remembered.
         let mut ok = true;
-        // Where each return address lies, from the record (`fixed`: while
-        // every rule takes the CFA from `rsp`).
-        let mut fixed = true;
-        let mut rsp = 16u32;
         for (i, &ra) in addrs[..n - 1].iter().enumerate() {
-            let rule = crate::cfi::rule(table, ra);
-            let r = rule.map_or(0, crate::cfi::Rule::pack);
+            let r = crate::cfi::rule(table, ra).map_or(0, crate::cfi::Rule::pack);
             ok &= r != 0;
             t.path_rules[i].set(r);
-            match rule.and_then(|r| fixed_step(r, rsp)) {
-                Some(cfa) if fixed => {
-                    t.path_slots[i].set(cfa - 8);
-                    rsp = cfa;
-                }
-                _ => fixed = false,
-            }
         }
-        if !fixed {
-            t.path_slots[0].set(0);
+        // Where each return address lies, from the record.
+        let mut checks = 0;
+        // SAFETY: forwarded caller contract (the record on this stack).
+        match ok.then(|| unsafe { fix_slots(t, record, &raw) }).flatten() {
+            Some(true) => checks = CFI_CHECKS,
+            Some(false) => {}
+            None => t.path_slots[0].set(0),
         }
         if ok {
             remember_path(t, table, &raw, out.signature.0, out.stream);
             let end = if n < k { CFI_END } else { 0 };
-            t.path_n.set(n as u32 | CFI_PATH | end);
+            t.path_n.set(n as u32 | CFI_PATH | end | checks);
         } else if t.path_n.get() & CFI_PATH != 0 {
             // The rules and offsets just written belong to no remembered
             // path: the thread's last CFI path must not be compared with them.
@@ -271,6 +264,11 @@ const CFI_PATH: u32 = 0x80;
 /// outermost frame with fewer frames than K (a repeat compares those and
 /// is complete; the rule at the last address says there is no caller).
 const CFI_END: u32 = 0x100;
+
+/// `Thread::path_n` flag, with [`CFI_PATH`]: some rule on the path takes
+/// the CFA from `rbp`, so `Thread::path_slots` hold only while the
+/// `Thread::path_checks` do.
+const CFI_CHECKS: u32 = 0x200;
 
 /// [`path_hit`] for a path found by the CFI walk: unwinds with the rules
 /// remembered with the path (`Thread::path_rules`: no lookup), comparing
@@ -306,22 +304,47 @@ unsafe fn cfi_path_hit(
         return None;
     }
     if t.path_slots[0].get() != 0 && n > 1 {
-        // Every rule on the path takes the CFA from `rsp`: each return
-        // address lies at a fixed offset from the record (`fixed_step`
-        // checked what the walk below checks of each rule), so the words
-        // there are compared directly. The last one is the highest.
+        // Each return address lies at a fixed offset from the record while
+        // the `rbp` values the rules take CFAs from are the remembered ones
+        // (`fix_slots` checked what the walk below checks of each CFA and
+        // saved `rbp` slot), so the words there are compared directly. The
+        // last one is the highest; every `rbp` is read below it.
         let last = t.path_slots[n - 2].get() as usize;
         if rec + last + 8 > hi {
             return None;
         }
+        if flags & CFI_CHECKS == 0 {
+            // Every rule takes the CFA from `rsp`: the offsets are fixed.
+            for i in 1..n {
+                let at = rec + t.path_slots[i - 1].get() as usize;
+                // SAFETY: rec + 16 <= at <= rec + last, and rec + last + 8 <= hi.
+                if unsafe { word(at) } != t.path[i].get() {
+                    return None;
+                }
+            }
+            return Some((Signature(t.path_sig.get()), t.path_stream.get()));
+        }
+        let mut same = true;
         for i in 1..n {
+            let c = t.path_checks[i - 1].get();
+            if c != 0 {
+                // SAFETY: the offset is below the frame's CFA, <= last + 8.
+                let v = unsafe { word(rec + (c as u32) as usize) };
+                if v.wrapping_sub(rec) != ((c >> 32) as u32 & 0x7fff_ffff) as usize {
+                    // Another layout: unwind with the rules below.
+                    same = false;
+                    break;
+                }
+            }
             let at = rec + t.path_slots[i - 1].get() as usize;
             // SAFETY: rec + 16 <= at <= rec + last, and rec + last + 8 <= hi.
             if unsafe { word(at) } != t.path[i].get() {
                 return None;
             }
         }
-        return Some((Signature(t.path_sig.get()), t.path_stream.get()));
+        if same {
+            return Some((Signature(t.path_sig.get()), t.path_stream.get()));
+        }
     }
     let mut rsp = rec + 16;
     for i in 1..n {
@@ -350,22 +373,63 @@ unsafe fn cfi_path_hit(
     Some((Signature(t.path_sig.get()), t.path_stream.get()))
 }
 
-/// One step of [`cfi_path_hit`]'s walk from `rsp` (an offset from the
-/// record) under a rule that takes the CFA from `rsp`: the CFA's offset,
-/// when every check the walk makes of the rule alone holds (the CFA above
-/// the return address's slot, the saved `rbp`'s slot between `rsp` and the
-/// CFA); `None` for a rule that takes the CFA from `rbp` (its CFA depends
-/// on a register, not on the path).
-fn fixed_step(r: crate::cfi::Rule, rsp: u32) -> Option<u32> {
-    if r.cfa_rbp || r.cfa_off < 8 {
+/// Fills `Thread::path_slots` and `Thread::path_checks` for the path
+/// `raw` just unwound from `record` with `Thread::path_rules`: replays the
+/// walk on this stack, and keeps, per frame, where its return address lies
+/// (an offset from the record) and, for a rule that takes the CFA from
+/// `rbp`, the `rbp` value it was computed from (as an offset from the
+/// record) and where that value was read. On a repeat those offsets hold
+/// whenever the `rbp` values do (a rule that takes the CFA from `rsp`
+/// fixes it from the frame below); every check the walk makes of a CFA
+/// and of a saved `rbp`'s slot is made here, on the offsets. `false`: no
+/// such layout (a check failed, an `rbp` below the record); else whether
+/// any frame has an `rbp` check.
+///
+/// # Safety
+/// As [`capture`].
+unsafe fn fix_slots(t: &Thread, record: *const usize, raw: &Raw) -> Option<bool> {
+    let rec = record as usize;
+    let (_, hi) = stack_bounds(t, rec);
+    if rec & 7 != 0 || rec + 16 > hi {
         return None;
     }
-    if let Some(o) = r.rbp_at {
-        if o > -8 || o.unsigned_abs() > r.cfa_off {
+    let mut any = false;
+    // SAFETY: rec..rec+16 is inside the stack (checked above).
+    let mut rbp = unsafe { word(rec) };
+    let mut rbp_from = 0usize; // where `rbp` was read, from the record
+    let mut rsp = 16usize; // offsets from the record
+    for i in 0..raw.n - 1 {
+        let r = crate::cfi::Rule::unpack(t.path_rules[i].get())?;
+        let mut check = 0u64;
+        let cfa = if r.cfa_rbp {
+            let v = rbp.checked_sub(rec).filter(|&v| v < 1 << 31)?;
+            check = 1 << 63 | (v as u64) << 32 | rbp_from as u64;
+            any = true;
+            v + r.cfa_off as usize
+        } else {
+            rsp + r.cfa_off as usize
+        };
+        if cfa & 7 != 0 || cfa < rsp + 8 || rec + cfa > hi || cfa >= 1 << 31 {
             return None;
         }
+        // SAFETY: rec + rsp <= rec + cfa - 8 and rec + cfa <= hi: inside the stack.
+        if unsafe { word(rec + cfa - 8) } != raw.addrs[i + 1] {
+            return None;
+        }
+        if let Some(o) = r.rbp_at {
+            let at = cfa.wrapping_add(o as isize as usize);
+            if at < rsp || at + 8 > cfa {
+                return None;
+            }
+            // SAFETY: rec + rsp <= rec + at and rec + at + 8 <= rec + cfa <= hi.
+            rbp = unsafe { word(rec + at) };
+            rbp_from = at;
+        }
+        t.path_slots[i].set((cfa - 8) as u32);
+        t.path_checks[i].set(check);
+        rsp = cfa;
     }
-    rsp.checked_add(r.cfa_off)
+    Some(any)
 }
 
 /// The signature and stream of the call path behind `record` when it is

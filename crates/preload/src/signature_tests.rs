@@ -130,21 +130,80 @@ fn bounds_of_this_thread_contain_sp() {
     );
 }
 
+/// A remembered CFI path whose first frame takes its CFA from `rbp` (a
+/// frame-pointer function) and whose second from `rsp` (code without frame
+/// pointers), ending at the outermost frame: a repeat compares the words
+/// at the remembered offsets while `rbp` is where it was, unwinds with the
+/// rules when `rbp` moved, and misses when a return address differs.
 #[test]
-fn fixed_steps_are_the_rules_the_walk_would_accept() {
+fn remembered_offsets_hold_while_rbp_does() {
     use crate::cfi::Rule;
-    let rule = |cfa_rbp, cfa_off, rbp_at| Rule {
-        cfa_rbp,
-        cfa_off,
-        rbp_at,
-    };
-    // A leaf without a frame (CFA = rsp + 8) and a function that saved rbp.
-    assert_eq!(fixed_step(rule(false, 8, None), 16), Some(24));
-    assert_eq!(fixed_step(rule(false, 48, Some(-16)), 24), Some(72));
-    // CFA from rbp: depends on a register, not on the path.
-    assert_eq!(fixed_step(rule(true, 16, Some(-16)), 16), None);
-    // What the walk refuses: a CFA not above the return address's slot,
-    // a saved rbp outside [rsp, CFA).
-    assert_eq!(fixed_step(rule(false, 0, None), 16), None);
-    assert_eq!(fixed_step(rule(false, 16, Some(-24)), 16), None);
+    init_stack_facts();
+    modules::refresh();
+    let table = modules::table().unwrap();
+    let code = libc::getpid as *const () as usize;
+    let ra = [code + 1, code + 2, code + 3];
+    // Frame 0: CFA = rbp + 16, its caller's rbp saved at CFA - 16; frame
+    // 1: CFA = rsp + 24; the rule at ra[2] (not used) ends the path.
+    let rules = [
+        Rule {
+            cfa_rbp: true,
+            cfa_off: 16,
+            rbp_at: Some(-16),
+        },
+        Rule {
+            cfa_rbp: false,
+            cfa_off: 24,
+            rbp_at: None,
+        },
+    ];
+    // The record {rbp, ra[0]} at buf[0]; rbp points `at` words up, where
+    // frame 0's saved rbp and ra[1] lie; ra[2] 24 bytes above that CFA.
+    fn lay_out(buf: &mut [usize; 64], ra: &[usize; 3], at: usize) {
+        *buf = [0; 64];
+        buf[0] = &buf[at] as *const usize as usize;
+        buf[1] = ra[0];
+        buf[at] = 0x1234; // the caller's rbp: not a frame pointer
+        buf[at + 1] = ra[1];
+        buf[at + 4] = ra[2];
+    }
+    crate::tls::with(|t| {
+        let mut buf = [0usize; 64];
+        lay_out(&mut buf, &ra, 4);
+        let rec = buf.as_ptr();
+        stack_bounds(t, rec as usize);
+        for (i, r) in rules.iter().enumerate() {
+            t.path_rules[i].set(r.pack());
+        }
+        for (i, &a) in ra.iter().enumerate() {
+            t.path[i].set(a);
+        }
+        let raw = Raw {
+            addrs: [ra[0], ra[1], ra[2], 0, 0, 0, 0, 0],
+            n: 3,
+            hash: 0,
+        };
+        // SAFETY: rec points to buf, on this stack.
+        assert_eq!(unsafe { fix_slots(t, rec, &raw) }, Some(true));
+        assert_eq!((t.path_slots[0].get(), t.path_slots[1].get()), (40, 64));
+        t.path_sig.set(42);
+        t.path_stream.set(3);
+        t.path_table.set(table as *const Table as usize);
+        t.path_n.set(3 | CFI_PATH | CFI_END | CFI_CHECKS);
+        // SAFETY: as above.
+        let hit = |buf: &[usize; 64]| unsafe { cfi_path_hit(t, table, buf.as_ptr(), 5) };
+        assert_eq!(hit(&buf), Some((Signature(42), 3)), "offsets");
+        buf[8] += 1;
+        assert_eq!(hit(&buf), None, "another return address");
+        // rbp two words higher: the offsets do not apply, the rules do.
+        lay_out(&mut buf, &ra, 6);
+        assert_eq!(hit(&buf), Some((Signature(42), 3)), "rules");
+        buf[10] += 1;
+        assert_eq!(hit(&buf), None, "another return address, rules");
+        // K frames needed and the path is not marked complete: no hit.
+        lay_out(&mut buf, &ra, 4);
+        t.path_n.set(3 | CFI_PATH | CFI_CHECKS);
+        assert_eq!(hit(&buf), None, "shorter than K");
+        t.path_n.set(0);
+    });
 }

@@ -16,9 +16,9 @@
 //! The first cache line holds what every intercepted write reads (guard,
 //! errno location, stack bounds, batch slot) and the head of the thread's
 //! last clean call path; the second its raw return addresses (see
-//! [`Thread::path`]); the third, read only for code without frame
-//! pointers, the unwind rules at those addresses and where a repeat of the
-//! path finds them on the stack.
+//! [`Thread::path`]); the third and fourth, read only for paths the CFI
+//! walk found, the unwind rules at those addresses and where a repeat of
+//! the path finds them on the stack.
 
 use std::cell::Cell;
 
@@ -59,16 +59,23 @@ pub struct Thread {
     /// (`cfi::Rule::pack`) at each of `path`'s return addresses, so a
     /// repeat of the path unwinds with a few loads per frame and no lookup.
     pub path_rules: [Cell<u32>; PATH_FRAMES],
-    /// For a path found by the CFI walk whose rules all take the CFA from
-    /// `rsp` (what code without frame pointers has): where return address
-    /// `i + 1` lies, as an offset from the entry trampoline's frame record
-    /// (fixed by the rules at the path's addresses, so a repeat compares
-    /// one word per frame); `path_slots[0] == 0`: not known, unwind with
-    /// `path_rules`.
+    /// For a path found by the CFI walk: where return address `i + 1`
+    /// lies, as an offset from the entry trampoline's frame record (fixed
+    /// by the rules at the path's addresses while they take the CFA from
+    /// `rsp`, what code without frame pointers has; where a rule takes it
+    /// from `rbp`, fixed as long as [`Thread::path_checks`] holds), so a
+    /// repeat compares one word per frame; `path_slots[0] == 0`: not known,
+    /// unwind with `path_rules`.
     pub path_slots: [Cell<u32>; PATH_FRAMES],
+    /// With `path_slots`: for frame `i` whose rule takes the CFA from
+    /// `rbp`, the `rbp` value that puts its CFA where `path_slots` says,
+    /// as `1 << 63 | (value - record) << 32 | where it is read` (an offset
+    /// from the record: the trampoline's saved `rbp`, or the slot a frame
+    /// below saved it in); 0: the rule takes the CFA from `rsp`.
+    pub path_checks: [Cell<u64>; PATH_FRAMES],
 }
 
-const _: () = assert!(std::mem::size_of::<Thread>() == 192);
+const _: () = assert!(std::mem::size_of::<Thread>() == 256);
 const _: () = assert!(std::mem::align_of::<Thread>() <= 64);
 
 /// [`Thread::slot`] before the thread claimed a batch slot.
