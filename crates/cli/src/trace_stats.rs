@@ -60,6 +60,7 @@ fn call_name(c: i32) -> &'static str {
         Ok(wire::WriteCall::Fallocate) => "fallocate",
         Ok(wire::WriteCall::Copy) => "copy",
         Ok(wire::WriteCall::Aio) => "aio",
+        Ok(wire::WriteCall::Uring) => "uring",
         _ => "unspecified",
     }
 }

@@ -30,6 +30,11 @@ pub const DEVICE_DIR: &str = "PCSTREAM_DEVICE_DIR";
 /// that the shim looks in for push-back mappings.
 pub const RUNTIME_DIR: &str = "PCSTREAM_RUNTIME_DIR";
 
+/// Root of sysfs where the shim reads a block device's write streams
+/// (default `/sys`): for tests, which need a device with write streams on a
+/// host that has none.
+pub const SYSFS: &str = "PCSTREAM_SYSFS";
+
 /// Every variable the shim reads, for tests and documentation.
 pub const SHIM_VARS: &[&str] = &[
     DISABLE,
@@ -42,4 +47,5 @@ pub const SHIM_VARS: &[&str] = &[
     FIX_APP_HINTS,
     FLUSH_MS,
     DEBUG,
+    SYSFS,
 ];

@@ -73,6 +73,9 @@ pub struct Config {
     pub flush_ns: u64,
     /// `PCSTREAM_DEBUG=1`: diagnostics on stderr.
     pub debug: bool,
+    /// `PCSTREAM_SYSFS`: where sysfs is (tests: a device with write
+    /// streams on a host without one).
+    pub sysfs: PathBuf,
 }
 
 impl Default for Config {
@@ -89,6 +92,7 @@ impl Default for Config {
             fix_app_hints: true,
             flush_ns: 100_000_000,
             debug: false,
+            sysfs: PathBuf::from("/sys"),
         }
     }
 }
@@ -139,6 +143,9 @@ impl Config {
         }
         if let Some(v) = get(env::SOCKET).filter(|v| !v.is_empty()) {
             c.socket = PathBuf::from(v);
+        }
+        if let Some(v) = get(env::SYSFS).filter(|v| !v.is_empty()) {
+            c.sysfs = PathBuf::from(v);
         }
         if let Some(v) = get(env::MAP).filter(|v| !v.is_empty()) {
             c.map = Some(PathBuf::from(v));

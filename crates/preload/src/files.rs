@@ -12,6 +12,14 @@
 //! signal handler never sees a torn entry: it just misses. Positions are
 //! trusted only within the fork generation they were recorded in (after a
 //! fork, parent and child share file offsets).
+//!
+//! A block-device node whose disk has write streams (`rawdev.rs`) gets a
+//! *raw* entry: its identity is the node's (so the per-inode hint cache
+//! holds the hint of the inode the kernel reads it from), its device
+//! number (`st_rdev`, what events name it by) is kept beside it, and its
+//! flags carry the
+//! disk's stream count and whether the descriptor is `O_DIRECT`. Block
+//! devices without write streams get plain non-file entries, as before.
 
 use crate::events::FileId;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -24,6 +32,12 @@ const TRACK_POS: u32 = 2;
 const APPEND: u32 = 4;
 const NAMED: u32 = 8;
 const SHARED: u32 = 16;
+/// A block device with write streams (`rawdev.rs`).
+const RAW: u32 = 32;
+/// Opened `O_DIRECT` (raw entries only).
+const DIRECT: u32 = 64;
+/// The disk's write-stream count (raw entries), in bits 8..16.
+const STREAMS_SHIFT: u32 = 8;
 
 /// One cache line per descriptor (a write reads the whole entry right after
 /// its syscall, when the line is usually cold).
@@ -37,6 +51,8 @@ struct Entry {
     pos: AtomicU64,
     /// The inode's hint as `epoch << 8 | hint` (see [`known_hint`]).
     hint: AtomicU64,
+    /// A raw entry's device number (`st_rdev`).
+    rdev: AtomicU64,
 }
 
 #[allow(clippy::declare_interior_mutable_const)]
@@ -48,6 +64,7 @@ const EMPTY: Entry = Entry {
     ino: AtomicU64::new(0),
     pos: AtomicU64::new(0),
     hint: AtomicU64::new(0),
+    rdev: AtomicU64::new(0),
 };
 
 static TABLE: [Entry; FDS] = [EMPTY; FDS];
@@ -77,6 +94,39 @@ pub struct FdInfo {
     /// Whether the descriptor was duplicated (`dup*`, `F_DUPFD*`): closing
     /// it may not close the file.
     pub shared: bool,
+    /// Whether it is a block device whose disk has write streams (see
+    /// [`raw`] for the rest).
+    pub raw: bool,
+}
+
+/// What a raw entry (a block device with write streams) adds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Raw {
+    /// The device number (`st_rdev`): events name the device by it.
+    pub rdev: u64,
+    /// The disk's write streams (`queue/max_write_streams`, ≤ 255).
+    pub streams: u32,
+    /// Whether the descriptor is `O_DIRECT` (only such writes carry the
+    /// node's hint to the device).
+    pub direct: bool,
+}
+
+/// The flags of an entry for a file of mode `mode` and device `rdev`
+/// opened with `oflags`: a block device with write streams is raw.
+fn raw_flags(mode: libc::mode_t, rdev: u64, oflags: i32) -> u32 {
+    if mode & libc::S_IFMT != libc::S_IFBLK {
+        return 0;
+    }
+    let streams = crate::rawdev::streams(rdev).min(255);
+    if streams == 0 {
+        return 0;
+    }
+    RAW | streams << STREAMS_SHIFT
+        | if oflags & libc::O_DIRECT != 0 {
+            DIRECT
+        } else {
+            0
+        }
 }
 
 /// Both sides of a fork: file positions are shared from now on.
@@ -98,16 +148,22 @@ pub fn set(fd: i32, st: &libc::stat, oflags: i32, may_track: bool) {
         && regular
         && oflags & libc::O_ACCMODE == libc::O_WRONLY
         && oflags & libc::O_APPEND == 0;
+    let raw = if regular {
+        0
+    } else {
+        raw_flags(st.st_mode, st.st_rdev, oflags)
+    };
     let v = e.ver.load(Ordering::Relaxed);
     e.ver.store(v | 1, Ordering::Relaxed);
     std::sync::atomic::fence(Ordering::Release);
     e.dev.store(st.st_dev, Ordering::Relaxed);
     e.ino.store(st.st_ino, Ordering::Relaxed);
     e.pos.store(0, Ordering::Relaxed);
+    e.rdev.store(st.st_rdev, Ordering::Relaxed);
     e.hint.store(0, Ordering::Relaxed);
     e.gen.store(crate::hot::fork_gen(), Ordering::Relaxed);
     e.flags.store(
-        if regular { REGULAR } else { 0 }
+        raw | if regular { REGULAR } else { 0 }
             | if track { TRACK_POS } else { 0 }
             | if oflags & libc::O_APPEND != 0 {
                 APPEND
@@ -180,6 +236,28 @@ pub fn get(fd: i32) -> Option<FdInfo> {
         opened: gen_ok,
         table: true,
         shared: flags & SHARED != 0,
+        raw: flags & RAW != 0,
+    })
+}
+
+/// The raw part of `fd`'s entry (`None` unless it is a block device with
+/// write streams).
+pub fn raw(fd: i32) -> Option<Raw> {
+    let e = entry(fd)?;
+    let v1 = e.ver.load(Ordering::Acquire);
+    if v1 == 0 || v1 & 1 == 1 {
+        return None;
+    }
+    let flags = e.flags.load(Ordering::Relaxed);
+    let rdev = e.rdev.load(Ordering::Relaxed);
+    std::sync::atomic::fence(Ordering::Acquire);
+    if e.ver.load(Ordering::Relaxed) != v1 || flags & RAW == 0 {
+        return None;
+    }
+    Some(Raw {
+        rdev,
+        streams: flags >> STREAMS_SHIFT & 0xff,
+        direct: flags & DIRECT != 0,
     })
 }
 
@@ -233,9 +311,14 @@ pub fn fstat(fd: i32) -> Option<(FileId, bool, u64)> {
 /// need no `fstat`: a writer to a pipe under the shim with events on paid
 /// one per write (dd into a pipe: 1.8 s native, 3.3 s). Only an empty
 /// entry is filled; every interposed call that retires the descriptor
-/// clears it, as for the entries of opened files.
-fn remember_other(fd: i32, id: FileId) {
+/// clears it, as for the entries of opened files. A block device with
+/// write streams gets a raw entry (its `O_DIRECT` flag read once here).
+fn remember_other(fd: i32, st: &libc::stat) {
     let Some(e) = entry(fd) else { return };
+    let mut raw = raw_flags(st.st_mode, st.st_rdev, 0);
+    if raw != 0 && crate::sys::fcntl(fd, libc::F_GETFL, 0) & libc::O_DIRECT != 0 {
+        raw |= DIRECT;
+    }
     if e.ver
         .compare_exchange(0, 1, Ordering::Acquire, Ordering::Relaxed)
         .is_err()
@@ -243,12 +326,13 @@ fn remember_other(fd: i32, id: FileId) {
         return;
     }
     std::sync::atomic::fence(Ordering::Release);
-    e.dev.store(id.dev, Ordering::Relaxed);
-    e.ino.store(id.ino, Ordering::Relaxed);
+    e.dev.store(st.st_dev, Ordering::Relaxed);
+    e.ino.store(st.st_ino, Ordering::Relaxed);
     e.pos.store(0, Ordering::Relaxed);
+    e.rdev.store(st.st_rdev, Ordering::Relaxed);
     e.hint.store(0, Ordering::Relaxed);
     e.gen.store(crate::hot::fork_gen(), Ordering::Relaxed);
-    e.flags.store(0, Ordering::Relaxed);
+    e.flags.store(raw, Ordering::Relaxed);
     e.ver.store(2, Ordering::Release);
 }
 
@@ -259,12 +343,20 @@ pub fn info(fd: i32) -> Option<FdInfo> {
     if let Some(i) = get(fd) {
         return Some(i);
     }
-    let (id, regular, _) = fstat(fd)?;
+    let st = crate::sys::fstat(fd)?;
+    let regular = st.st_mode & libc::S_IFMT == libc::S_IFREG;
     if !regular {
-        remember_other(fd, id);
+        remember_other(fd, &st);
+        // A raw entry is only useful from the table (its device number).
+        if let Some(i) = get(fd).filter(|i| i.raw) {
+            return Some(i);
+        }
     }
     Some(FdInfo {
-        id,
+        id: FileId {
+            dev: st.st_dev,
+            ino: st.st_ino,
+        },
         regular,
         tracked: false,
         append: None,
@@ -272,6 +364,7 @@ pub fn info(fd: i32) -> Option<FdInfo> {
         opened: false,
         table: false,
         shared: false,
+        raw: false,
     })
 }
 

@@ -16,7 +16,8 @@
 //! [`callsite`] (scan validation), [`ehhdr`] (`.eh_frame_hdr` tables and
 //! the memo they share), [`modules`] (loaded objects and build-ids),
 //! [`clock`] (cheap event timestamps), [`hint`] (mapping and per-inode hint
-//! cache), [`files`] (per-descriptor knowledge), [`events`] (protobuf
+//! cache), [`rawdev`] (block devices with write streams), [`capi`] (the
+//! opt-in C API of `include/pcstream.h`), [`files`] (per-descriptor knowledge), [`events`] (protobuf
 //! encoding), [`batch`] (per-thread batches), [`record`] (trace file and
 //! daemon socket), [`hot`] (the write path's cache line), [`state`] (life cycle, re-entrancy guard, fork), [`tls`]
 //! (per-thread state), [`config`] (environment options), [`sys`] (errno
@@ -34,6 +35,7 @@ pub(crate) mod batch;
 #[doc(hidden)]
 pub mod bench_api;
 pub(crate) mod callsite;
+pub(crate) mod capi;
 pub(crate) mod cfi;
 pub(crate) mod clock;
 pub(crate) mod config;
@@ -45,6 +47,7 @@ pub(crate) mod hooks;
 pub(crate) mod hot;
 pub(crate) mod live;
 pub(crate) mod modules;
+pub(crate) mod rawdev;
 pub(crate) mod real;
 pub(crate) mod record;
 pub(crate) mod seen;

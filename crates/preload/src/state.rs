@@ -273,6 +273,7 @@ pub unsafe fn init(argc: i32, argv: *const *const libc::c_char) {
     }
     let _ = ARGV.set(args);
     signature::init_stack_facts();
+    crate::rawdev::init(&cfg().sysfs);
     crate::clock::init();
     modules::refresh();
     // SAFETY: getpid has no preconditions.
@@ -438,6 +439,12 @@ pub fn fini() {
     }
     let was = tls::with(|t| t.in_shim.replace(true));
     observe(finish);
+    let n = crate::rawdev::unexpressed();
+    if n > 0 {
+        debug(format_args!(
+            "{n} raw-device writes had a stream no write hint can express (above min(5, the device's write streams)): their device's hint was left alone"
+        ));
+    }
     tls::with(|t| t.in_shim.set(was));
 }
 

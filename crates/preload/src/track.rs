@@ -3,7 +3,8 @@
 //! re-entrancy guard held and `errno` preserved by the caller.
 //!
 //! Writes to regular files get a signature, a stream and hint from the
-//! mapping, and a `WriteEvent`; calls that end the life of data produce
+//! mapping, and a `WriteEvent` (writes to block devices with write streams
+//! too: `rawdev.rs`); calls that end the life of data produce
 //! `InvalidateEvent`s; the application's own `F_SET_RW_HINT` becomes an
 //! `AppHintEvent` (and is repaired when malformed).
 
@@ -41,7 +42,7 @@ unsafe fn capture(t: &Thread, rec: *const usize, cap: &mut Captured) -> bool {
 /// As [`write`].
 #[cold]
 #[inline(never)]
-unsafe fn capture_described(t: &Thread, rec: *const usize) -> Option<(u64, u32)> {
+pub(crate) unsafe fn capture_described(t: &Thread, rec: *const usize) -> Option<(u64, u32)> {
     let mut cap = Captured::new();
     // SAFETY: forwarded caller contract.
     if !unsafe { capture(t, rec, &mut cap) } {
@@ -90,9 +91,12 @@ fn describe(cap: &Captured) {
 /// often are not.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Before {
-    info: Option<files::FdInfo>,
-    /// (signature, stream) of a signature-cache hit.
-    hit: Option<(u64, u32)>,
+    pub(crate) info: Option<files::FdInfo>,
+    /// (signature, stream) of a signature-cache hit (a raw device's: of
+    /// the call path, captured in full before the call).
+    pub(crate) hit: Option<(u64, u32)>,
+    /// A raw device's hint after the shim's hint handling (`rawdev.rs`).
+    pub(crate) raw_hint: u8,
 }
 
 impl Before {
@@ -102,6 +106,7 @@ impl Before {
         Before {
             info: None,
             hit: None,
+            raw_hint: 0,
         }
     }
 
@@ -113,8 +118,9 @@ impl Before {
     /// `inode_hint` would return at once).
     #[inline(always)]
     pub fn after_needed(&self, fd: c_int) -> bool {
-        if self.info.is_some_and(|i| !i.regular) {
-            return false;
+        if let Some(i) = self.info.filter(|i| !i.regular) {
+            // A raw device's write has only its event left to make.
+            return i.raw && events_on();
         }
         if events_on() {
             return true;
@@ -138,15 +144,41 @@ impl Before {
 /// `rec` is the entry trampoline's frame record on this thread's stack.
 #[inline(always)]
 pub unsafe fn before_write(t: &Thread, fd: c_int, rec: *const usize, b: &mut Before) {
-    let Some(info) = files::get(fd) else { return };
+    let Some(info) = files::get(fd) else {
+        // SAFETY: forwarded caller contract.
+        return unsafe { before_unknown(t, fd, rec, b) };
+    };
     b.info = Some(info);
     if !info.regular {
+        if info.raw {
+            // SAFETY: forwarded caller contract.
+            unsafe { crate::rawdev::before(t, fd, info, rec, b) };
+        }
         return;
     }
     if let Some(table) = modules::table() {
         // SAFETY: forwarded caller contract.
         b.hit = unsafe { signature::cached(t, table, rec, state::params()) }
             .map(|(sig, stream)| (sig.0, stream));
+    }
+}
+
+/// [`before_write`] for a descriptor the table does not know: its
+/// `fstat` (which the write needed anyway, after the call) is made before
+/// the call, so a block device with write streams gets its entry and its
+/// hint before the data reaches the device. A regular file's call path is
+/// captured after the call, as before.
+///
+/// # Safety
+/// As [`before_write`].
+#[cold]
+#[inline(never)]
+unsafe fn before_unknown(t: &Thread, fd: c_int, rec: *const usize, b: &mut Before) {
+    let Some(info) = files::info(fd) else { return };
+    b.info = Some(info);
+    if info.raw {
+        // SAFETY: forwarded caller contract.
+        unsafe { crate::rawdev::before(t, fd, info, rec, b) };
     }
 }
 
@@ -162,7 +194,7 @@ fn file_key(id: FileId) -> u64 {
 /// seen unlinked or replaced.
 #[cold]
 #[inline(never)]
-fn name_file(fd: c_int, info: files::FdInfo) {
+pub(crate) fn name_file(fd: c_int, info: files::FdInfo) {
     let id = info.id;
     if !SEEN_FILES.insert(file_key(id)) && !info.opened {
         return;
@@ -288,6 +320,9 @@ unsafe fn write_general(
         return;
     };
     if !info.regular {
+        if info.raw && b.hit.is_some() {
+            crate::rawdev::after(t, fd, info, off, n, call, b);
+        }
         return;
     }
     if !events_on() {
@@ -325,7 +360,7 @@ fn is_append(fd: c_int, info: files::FdInfo) -> bool {
 /// # Safety
 /// As [`write`].
 #[allow(clippy::too_many_arguments)]
-unsafe fn finish_write(
+pub(crate) unsafe fn finish_write(
     t: &Thread,
     fd: c_int,
     info: files::FdInfo,
@@ -372,7 +407,7 @@ unsafe fn finish_write(
 /// call path) when `PCSTREAM_MAP` is installed — the explicit map wins —
 /// else the daemon's live table's (a lock-free probe of the mapped file).
 #[inline(always)]
-fn live_stream(sig: u64, cached: u32) -> u32 {
+pub(crate) fn live_stream(sig: u64, cached: u32) -> u32 {
     if hint::have_map() {
         cached
     } else {
@@ -390,7 +425,7 @@ fn stream_hint(stream: u32) -> u64 {
 /// In a descriptor's copy of its inode's hint (`files::known_hint`): the
 /// low nibble is the hint, the high one a hint that `F_SET_RW_HINT` refused
 /// on this descriptor (0: none; a stream's hint is never 0).
-const REFUSED_SHIFT: u32 = 4;
+pub(crate) const REFUSED_SHIFT: u32 = 4;
 
 /// The hint on `fd`'s inode after a write from a call path of `stream`:
 /// the stream's hint, set when the inode does not have it already
@@ -435,7 +470,7 @@ fn inode_hint(fd: c_int, info: files::FdInfo, stream: u32) -> u64 {
 /// `want` needs no `F_SET_RW_HINT`: it is there, or was refused through
 /// this descriptor.
 #[inline(always)]
-fn settled(known: Option<u64>, want: u64) -> Option<u64> {
+pub(crate) fn settled(known: Option<u64>, want: u64) -> Option<u64> {
     match known {
         Some(k) if k & 0xf == want => Some(want),
         Some(k) if k >> REFUSED_SHIFT == want => Some(k & 0xf),
@@ -658,7 +693,9 @@ pub fn opened(fd: c_int, oflags: c_int, before: Option<PathStat>, stdio: bool) {
             );
         }
     }
-    if (hint::have_map() || crate::live::present()) && st.st_mode & libc::S_IFMT == libc::S_IFREG {
+    if (hint::have_map() || crate::live::present())
+        && (st.st_mode & libc::S_IFMT == libc::S_IFREG || files::raw(fd).is_some())
+    {
         hint::refresh(fd, id);
     }
 }
@@ -670,14 +707,15 @@ pub fn fallocated(fd: c_int, mode: c_int, off: i64, len: i64) {
     if mode & KILLS == 0 || len <= 0 {
         return;
     }
-    if let Some(s) = stat_fd(fd).filter(|s| s.regular) {
-        invalidate(
-            s.id,
-            InvalidateKind::PunchHole,
-            off.max(0) as u64,
-            len as u64,
-        );
-    }
+    let id = match stat_fd(fd) {
+        Some(s) if s.regular => s.id,
+        // A block device with write streams: the range is deallocated.
+        _ => match files::raw(fd) {
+            Some(r) => crate::rawdev::device_id(r.rdev),
+            None => return,
+        },
+    };
+    invalidate(id, InvalidateKind::PunchHole, off.max(0) as u64, len as u64);
 }
 
 /// Reads 8 bytes of the application's memory without risking a fault.

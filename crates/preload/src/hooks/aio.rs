@@ -16,6 +16,14 @@
 //!
 //! The real `io_submit` is found when the first call comes if libaio was
 //! not loaded at start-up (a `dlopen`ed engine).
+//!
+//! A block device with write streams (`rawdev.rs`) needs its node's hint
+//! *before* the submission (the kernel builds the requests inside the
+//! call): in a process that has met such a device, the first block is read
+//! before the call, without risking a fault (`process_vm_readv`: a block
+//! the call would reject with `EFAULT` is simply not read), and when it is a
+//! write to such a device the call path's hint is set on its node. Every
+//! block of one call has the same call path, so the same stream.
 
 use super::shape::{around, Rec};
 use crate::events::WriteCall;
@@ -74,6 +82,31 @@ unsafe fn write_of(cb: *const Iocb) -> Option<(c_int, u64, u64)> {
     (len > 0).then_some((cb.fildes as c_int, cb.offset as u64, len))
 }
 
+/// Before the call, in a process that met a block device with write
+/// streams: the hint of the first block's device, when it is a write to
+/// such a device.
+fn raw_first(g: &crate::state::Guard, iocbpp: *mut *mut Iocb, rec: Rec) {
+    let mut p = [0u8; 8];
+    if !crate::rawdev::peek(iocbpp as usize, &mut p) {
+        return;
+    }
+    let mut cb = [0u8; std::mem::size_of::<Iocb>()];
+    if !crate::rawdev::peek(usize::from_ne_bytes(p), &mut cb) {
+        return;
+    }
+    // SAFETY: `cb` holds the bytes of a whole `Iocb` (plain integers).
+    let cb: Iocb = unsafe { std::ptr::read_unaligned(cb.as_ptr() as *const Iocb) };
+    let fd = cb.fildes as c_int;
+    if !matches!(cb.opcode, IOCB_CMD_PWRITE | IOCB_CMD_PWRITEV)
+        || !crate::files::get(fd).is_some_and(|i| i.raw)
+    {
+        return;
+    }
+    let mut b = track::Before::new();
+    // SAFETY: `rec` is the trampoline's frame record, on this thread's stack.
+    unsafe { track::before_write(g.thread(), fd, rec, &mut b) };
+}
+
 /// `io_submit(ctx, nr, iocbpp)`.
 ///
 /// # Safety
@@ -91,7 +124,11 @@ pub unsafe fn io_submit(
         true,
         // SAFETY: forwarding the application's arguments unchanged.
         |f| unsafe { f(ctx, nr, iocbpp) },
-        |_| (),
+        |g| {
+            if nr > 0 && crate::rawdev::seen() {
+                g.observe(|| raw_first(g, iocbpp, rec));
+            }
+        },
         |g, r, ()| {
             if r <= 0 {
                 return;
