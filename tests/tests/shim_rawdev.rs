@@ -658,3 +658,68 @@ fn libaio_writes_to_a_raw_device_get_the_hint_before_their_submission() {
         .count();
     assert_eq!(sets, 1, "set once, not per submission:\n{trace}");
 }
+
+/// A published table (the daemon's file format) with `entries`, as
+/// `<dir>/mapping.<uid>`.
+fn publish_table(dir: &Path, entries: &[(u64, u32, u8)]) {
+    use pcstream_placement::table::{table_words, TableWriter};
+    use std::sync::atomic::AtomicU64;
+    let slots = 256;
+    let words: Vec<AtomicU64> = (0..table_words(slots)).map(|_| AtomicU64::new(0)).collect();
+    let mut w = TableWriter::init(&words, slots, 8).unwrap();
+    for &(key, stream, hint) in entries {
+        w.set(key, Some((stream, hint))).unwrap();
+    }
+    w.publish();
+    let bytes: Vec<u8> = words
+        .iter()
+        .flat_map(|a| a.load(std::sync::atomic::Ordering::Relaxed).to_le_bytes())
+        .collect();
+    // SAFETY: getuid has no preconditions.
+    let uid = unsafe { libc::getuid() };
+    std::fs::write(dir.join(format!("mapping.{uid}")), bytes).unwrap();
+}
+
+#[test]
+fn the_live_table_gives_a_raw_device_its_domains_streams() {
+    use pcstream_placement::delivery::{table_key, Domain};
+    let bin = program("shim_rawdev", FP);
+    let dev = LoopDev::new(8);
+    let sys = sysfs_with_streams(&dev, 8);
+    let paths = learn(&bin, &dev, sys.path());
+    let raw = |s: u64| table_key(s, Domain::Raw { dev: dev.rdev });
+    let mut entries = Vec::new();
+    for s in &paths["journal"] {
+        entries.push((raw(*s), 2, 2));
+    }
+    for s in &paths["table"] {
+        // Only in the default domain (a daemon that does not learn per device).
+        entries.push((*s, 3, 4));
+    }
+    for s in &paths["scratch"] {
+        entries.push((raw(*s), 5, 5));
+        entries.push((*s, 1, 2));
+    }
+    // Another device's domain says nothing about this one.
+    let other = Domain::Raw {
+        dev: libc::makedev(259, 7),
+    };
+    for s in &paths["journal"] {
+        entries.push((table_key(*s, other), 4, 4));
+    }
+    let runtime = tempfile::tempdir().unwrap();
+    publish_table(runtime.path(), &entries);
+    let out = with_streams(
+        Run::shim().env(var::RUNTIME_DIR, runtime.path().to_str().unwrap()),
+        sys.path(),
+    )
+    .stdout(&bin, &[dev.arg(), "4"]);
+    let h = hints_by_path(&out);
+    assert_eq!(h["journal"], vec![2; 4], "the device's domain: {out}");
+    assert_eq!(
+        h["table"],
+        vec![3; 4],
+        "the default domain's stream 3: {out}"
+    );
+    assert_eq!(h["scratch"], vec![5; 4], "the device's domain wins: {out}");
+}

@@ -41,6 +41,7 @@ use crate::track::{self, Before};
 use crate::{batch::RawWrite, events::WriteCall, tls::Thread};
 use crate::{hint, state};
 use libc::c_int;
+use pcstream_placement::delivery::{table_key, Domain};
 use pcstream_placement::hint::RwHint;
 use pcstream_placement::signature::mix64;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -226,15 +227,22 @@ fn read_streams(root: &[u8], rdev: u64) -> u32 {
 }
 
 /// The stream of a raw-device write from call path `sig` (`cached`: its
-/// stream in the static map) to device `rdev`.
-///
-/// The daemon publishes a raw device's streams under the key of that
-/// device's delivery domain; until the shim computes that key, the live
-/// table's default entry is used (stream `k` of the default domain is hint
-/// `k` here, as it is for `F_SET_RW_HINT` on a file: 1..4).
+/// stream in the static map, which wins) to device `rdev`: the daemon
+/// publishes a raw device's streams under the key of that device's domain
+/// (`delivery::table_key(sig, Domain::Raw { dev: rdev })`, streams 1..5 =
+/// hint values); a path the table has no entry for there takes its entry
+/// in the default domain (streams 1..4: a daemon that does not learn per
+/// device, or a path it has only seen writing files), else 0.
 #[inline]
-pub fn stream_for(sig: u64, cached: u32, _rdev: u64) -> u32 {
-    track::live_stream(sig, cached)
+pub fn stream_for(sig: u64, cached: u32, rdev: u64) -> u32 {
+    if hint::have_map() {
+        return cached;
+    }
+    let key = table_key(sig, Domain::Raw { dev: rdev });
+    match crate::live::lookup(key) {
+        Some((stream, _)) => stream,
+        None => crate::live::stream(sig),
+    }
 }
 
 /// The hint value for stream `stream` on a device of `streams` write
