@@ -377,22 +377,26 @@ fn concurrent_writers_race_on_the_device_hint() {
     let bin = program("shim_rawdev_race", FP);
     let dev = LoopDev::new(16);
     let sys = sysfs_with_streams(&dev, 8);
-    // Learn each writer's signature (threads: one path each).
-    let rec = tempfile::tempdir().unwrap();
-    race(
-        &bin,
-        with_streams(Run::record(rec.path()), sys.path()),
-        &dev,
-        "threads",
-        16,
-    );
-    let t = only_trace(rec.path());
+    // Learn each writer's signatures (one path each; a thread's path and a
+    // process's differ in their outer frames).
     let mut by_half: BTreeMap<u64, BTreeSet<u64>> = BTreeMap::new();
-    for w in raw_writes(&t, &dev) {
-        by_half
-            .entry(w.offset >> 22)
-            .or_default()
-            .insert(w.signature);
+    for mode in ["threads", "procs"] {
+        let rec = tempfile::tempdir().unwrap();
+        race(
+            &bin,
+            with_streams(Run::record(rec.path()), sys.path()),
+            &dev,
+            mode,
+            16,
+        );
+        for t in traces(rec.path()) {
+            for w in raw_writes(&t, &dev) {
+                by_half
+                    .entry(w.offset >> 22)
+                    .or_default()
+                    .insert(w.signature);
+            }
+        }
     }
     assert_eq!(by_half.len(), 2, "{by_half:?}");
     let cfg = tempfile::tempdir().unwrap();
@@ -430,12 +434,10 @@ fn concurrent_writers_race_on_the_device_hint() {
                 "{mode}: writer {i} saw only the two streams' hints: {s:?}"
             );
         }
-        if mode == "threads" {
-            // One process shares one view of the node's hint: each writer
-            // sets its own whenever the other changed it.
-            for (i, s) in seen.iter().enumerate() {
-                assert!(s[i + 1] > 0, "{mode}: writer {i} never saw its hint: {s:?}");
-            }
+        // Each writer sets its own hint whenever the other changed it
+        // (processes see each other's sets through the shared page).
+        for (i, s) in seen.iter().enumerate() {
+            assert!(s[i + 1] > 0, "{mode}: writer {i} never saw its hint: {s:?}");
         }
     }
 }

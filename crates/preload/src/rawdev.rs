@@ -42,9 +42,8 @@ use crate::{batch::RawWrite, events::WriteCall, tls::Thread};
 use crate::{hint, state};
 use libc::c_int;
 use pcstream_placement::delivery::{table_key, Domain};
-use pcstream_placement::hint::RwHint;
 use pcstream_placement::signature::mix64;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering};
 use std::sync::OnceLock;
 
 /// Devices whose stream count is remembered (a device that collides with
@@ -126,6 +125,7 @@ pub fn streams(rdev: u64) -> u32 {
     let n = read_streams(SYSFS.get().map_or(b"/sys", |r| r), rdev).min(0xffff);
     if n > 0 {
         SEEN.store(true, Ordering::Relaxed);
+        map_shared();
     }
     slot.store((k as u64) << 32 | KNOWN | n as u64, Ordering::Relaxed);
     n
@@ -275,36 +275,176 @@ pub unsafe fn before(t: &Thread, fd: c_int, info: FdInfo, rec: *const usize, b: 
     let stream = stream_for(sig, cached, raw.rdev);
     b.hit = Some((sig, stream));
     b.raw_hint = if raw.direct {
-        node_hint(fd, info, stream, raw.streams)
+        node_hint(fd, info, stream, raw.streams, raw.rdev)
     } else {
-        hint::cached(info.id).unwrap_or(0)
+        shared_hint(raw.rdev)
+            .or_else(|| hint::cached(info.id))
+            .unwrap_or(0)
     } as u8;
 }
 
+/// Words of the per-device hint page (one 4 KiB page).
+const SHARED_WORDS: usize = 512;
+
+/// The per-device hint page shared by this user's processes (null until
+/// mapped, or when it cannot be: then [`LOCAL`] serves this process).
+static SHARED: AtomicPtr<AtomicU64> = AtomicPtr::new(std::ptr::null_mut());
+/// Whether mapping the shared page was tried.
+static SHARED_TRIED: AtomicBool = AtomicBool::new(false);
+/// This process's hint words when the shared page is not there.
+static LOCAL: [AtomicU64; SHARED_WORDS] = [ZERO; SHARED_WORDS];
+
+/// The hint words: the shared page, else this process's.
+fn words() -> &'static [AtomicU64] {
+    let p = SHARED.load(Ordering::Acquire);
+    if p.is_null() {
+        &LOCAL
+    } else {
+        // SAFETY: a MAP_SHARED page of SHARED_WORDS words, never unmapped.
+        unsafe { std::slice::from_raw_parts(p, SHARED_WORDS) }
+    }
+}
+
+/// A device's word: `kernel_dev << 32 | hint + 1` (0: nothing known).
+fn word(k: u32, hint: u64) -> u64 {
+    (k as u64) << 32 | (hint + 1)
+}
+
+/// The word of device `rdev` (`None`: a device number the kernel cannot
+/// have).
+fn slot(rdev: u64) -> Option<(u32, &'static AtomicU64)> {
+    let k = kernel_dev(rdev)?;
+    Some((
+        k,
+        &words()[mix64(k as u64 ^ 0x6e6f_6465) as usize % SHARED_WORDS],
+    ))
+}
+
+/// The hint last set on device `rdev`'s node by any of this user's
+/// processes under the shim, if known.
+fn shared_hint(rdev: u64) -> Option<u64> {
+    let (k, w) = slot(rdev)?;
+    let v = w.load(Ordering::Relaxed);
+    (v >> 32 == k as u64 && v & 0xff != 0).then(|| (v & 0xff) - 1)
+}
+
+/// Records the hint now on device `rdev`'s node (set by the shim, read at
+/// an open, or set by the application itself).
+pub fn remember(rdev: u64, hint: u64) {
+    if let (Some((k, w)), true) = (slot(rdev), hint <= 5) {
+        w.store(word(k, hint), Ordering::Relaxed);
+    }
+}
+
+/// Reads the node's hint when the shim sees a raw device opened.
+pub fn refresh(fd: c_int, node: FileId, rdev: u64) {
+    let mut v = 0u64;
+    if crate::sys::fcntl(
+        fd,
+        pcstream_placement::hint::F_GET_RW_HINT,
+        &mut v as *mut u64 as usize,
+    ) == 0
+    {
+        hint::remember(node, v);
+        remember(rdev, v);
+    }
+}
+
+/// Maps this user's per-device hint page, `/dev/shm/pcstream-rawdev.<uid>`
+/// (created 0600; a file another user owns, or not a regular file, is not
+/// used): every process under the shim that writes a raw device then sees
+/// the hint the others set on its node. Once per process, when the first
+/// device with write streams is met; raw syscalls, no descriptor kept.
+fn map_shared() {
+    if SHARED_TRIED.swap(true, Ordering::Relaxed) {
+        return;
+    }
+    // SAFETY: getuid has no preconditions.
+    let uid = unsafe { libc::getuid() };
+    let mut p = PathBuf::new(b"/dev/shm/pcstream-rawdev.");
+    p.push_num(uid);
+    // SAFETY: a NUL-terminated path; the descriptor is ours and closed.
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_openat,
+            libc::AT_FDCWD,
+            p.c(),
+            libc::O_RDWR | libc::O_CREAT | libc::O_CLOEXEC | libc::O_NOFOLLOW,
+            0o600,
+        )
+    } as c_int;
+    if fd < 0 {
+        return;
+    }
+    let len = SHARED_WORDS * 8;
+    let ok = crate::sys::fstat(fd).is_some_and(|st| {
+        st.st_uid == uid
+            && st.st_mode & libc::S_IFMT == libc::S_IFREG
+            && (st.st_size as usize >= len
+                // SAFETY: sizing our own descriptor's file.
+                || unsafe { libc::syscall(libc::SYS_ftruncate, fd, len) } == 0)
+    });
+    let m = if ok {
+        // SAFETY: a shared read-write mapping of `len` bytes of the file.
+        unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                fd,
+                0,
+            )
+        }
+    } else {
+        libc::MAP_FAILED
+    };
+    // SAFETY: closing the descriptor opened above.
+    unsafe { libc::syscall(libc::SYS_close, fd) };
+    if m != libc::MAP_FAILED {
+        SHARED.store(m as *mut AtomicU64, Ordering::Release);
+    }
+}
+
 /// The node's hint after a write of `stream`: set when it is expressible
-/// and not already there (as far as this process knows), else as it was.
-fn node_hint(fd: c_int, info: FdInfo, stream: u32, streams: u32) -> u64 {
-    let epoch = crate::hot::hint_epoch();
-    let known = files::known_hint(fd, epoch);
+/// and not already there (as far as this user's processes under the shim
+/// know: [`map_shared`]), else as it was.
+fn node_hint(fd: c_int, info: FdInfo, stream: u32, streams: u32, rdev: u64) -> u64 {
+    let known = || {
+        shared_hint(rdev)
+            .or_else(|| hint::cached(info.id))
+            .unwrap_or(0)
+    };
     if stream == 0 {
-        return known.map_or_else(|| hint::cached(info.id).unwrap_or(0), |k| k & 0xf);
+        return known();
     }
     let Some(want) = hint_for(stream, streams) else {
         UNEXPRESSED.fetch_add(1, Ordering::Relaxed);
-        return known.map_or_else(|| hint::cached(info.id).unwrap_or(0), |k| k & 0xf);
+        return known();
     };
-    if let Some(h) = track::settled(known, want) {
-        return h;
+    let Some((k, w)) = slot(rdev) else { return 0 };
+    if w.load(Ordering::Relaxed) == word(k, want) {
+        return want;
     }
-    let Some(h) = RwHint::from_raw(want) else {
-        return 0;
-    };
-    let now = hint::apply(fd, info.id, h);
-    let refused = if now == want { 0 } else { want };
-    // Tagged with the epoch read before (a copy is never newer than its
-    // epoch; this process's own change moved it: the next write confirms
-    // the hint in the cache and copies it again).
-    files::set_known_hint(fd, epoch, now | refused << track::REFUSED_SHIFT);
+    // A hint the kernel refused through this descriptor is not asked again
+    // (one failed fcntl per write otherwise) until another one is.
+    let epoch = crate::hot::hint_epoch();
+    if let Some(r) = files::known_hint(fd, epoch).filter(|r| r >> track::REFUSED_SHIFT == want) {
+        return r & 0xf;
+    }
+    let mut v = want;
+    if crate::sys::fcntl(
+        fd,
+        pcstream_placement::hint::F_SET_RW_HINT,
+        &mut v as *mut u64 as usize,
+    ) == 0
+    {
+        w.store(word(k, want), Ordering::Relaxed);
+        hint::remember(info.id, want);
+        return want;
+    }
+    let now = known();
+    files::set_known_hint(fd, epoch, now | want << track::REFUSED_SHIFT);
     now
 }
 

@@ -693,10 +693,12 @@ pub fn opened(fd: c_int, oflags: c_int, before: Option<PathStat>, stdio: bool) {
             );
         }
     }
-    if (hint::have_map() || crate::live::present())
-        && (st.st_mode & libc::S_IFMT == libc::S_IFREG || files::raw(fd).is_some())
-    {
-        hint::refresh(fd, id);
+    if hint::have_map() || crate::live::present() {
+        if st.st_mode & libc::S_IFMT == libc::S_IFREG {
+            hint::refresh(fd, id);
+        } else if let Some(r) = files::raw(fd) {
+            crate::rawdev::refresh(fd, id, r.rdev);
+        }
     }
 }
 
@@ -747,13 +749,20 @@ pub fn app_hint(fd: c_int, arg: usize, rc: c_int, err: c_int) {
     let mut requested = 0;
     let mut repaired = false;
     if let Some(raw) = raw {
+        let node = files::raw(fd).map(|r| r.rdev);
         if rc == 0 {
             requested = raw;
             hint::remember(s.id, raw);
+            if let Some(rdev) = node {
+                crate::rawdev::remember(rdev, raw);
+            }
         } else if let Some(meant) = hint::intended(raw) {
             requested = meant;
             if state::cfg().fix_app_hints {
                 repaired = hint::repair(fd, s.id, meant);
+                if let (true, Some(rdev)) = (repaired, node) {
+                    crate::rawdev::remember(rdev, meant);
+                }
             }
         } else {
             requested = raw;
