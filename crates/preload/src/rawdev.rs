@@ -310,14 +310,33 @@ fn word(k: u32, hint: u64) -> u64 {
     (k as u64) << 32 | (hint + 1)
 }
 
+/// Slots probed for a device's word.
+const PROBES: usize = 8;
+
 /// The word of device `rdev` (`None`: a device number the kernel cannot
-/// have).
+/// have): found by its key from the device's hash on (linear probing; a
+/// free word is claimed with a CAS, key set and hint unknown, so processes
+/// sharing the page agree on it); when all probed words belong to other
+/// devices, the first is shared (each then sets its hint more often).
 fn slot(rdev: u64) -> Option<(u32, &'static AtomicU64)> {
     let k = kernel_dev(rdev)?;
-    Some((
-        k,
-        &words()[mix64(k as u64 ^ 0x6e6f_6465) as usize % SHARED_WORDS],
-    ))
+    let ws = words();
+    let h = mix64(k as u64 ^ 0x6e6f_6465) as usize;
+    for i in 0..PROBES {
+        let w = &ws[(h + i) % SHARED_WORDS];
+        let v = w.load(Ordering::Relaxed);
+        if v >> 32 == k as u64 {
+            return Some((k, w));
+        }
+        if v == 0 {
+            match w.compare_exchange(0, (k as u64) << 32, Ordering::Relaxed, Ordering::Relaxed) {
+                Ok(_) => return Some((k, w)),
+                Err(now) if now >> 32 == k as u64 => return Some((k, w)),
+                Err(_) => {}
+            }
+        }
+    }
+    Some((k, &ws[h % SHARED_WORDS]))
 }
 
 /// The hint last set on device `rdev`'s node by any of this user's
@@ -529,6 +548,18 @@ mod tests {
         assert_eq!(read_streams(r, libc::makedev(7, 0)), 0);
         assert_eq!(read_streams(r, libc::makedev(8, 0)), 0, "no attribute");
         assert_eq!(read_streams(r, libc::makedev(1, 99)), 0, "unknown device");
+    }
+
+    #[test]
+    fn devices_whose_words_collide_keep_their_own() {
+        // 7:1 and 7:2 hash to the same word: the second probes on.
+        let (a, b) = (libc::makedev(7, 1), libc::makedev(7, 2));
+        let (wa, wb) = (slot(a).unwrap().1, slot(b).unwrap().1);
+        assert!(!std::ptr::eq(wa, wb));
+        remember(a, 1);
+        remember(b, 2);
+        assert_eq!((shared_hint(a), shared_hint(b)), (Some(1), Some(2)));
+        assert_eq!(shared_hint(libc::makedev(7, 3)), None);
     }
 
     #[test]
