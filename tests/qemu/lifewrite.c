@@ -1,9 +1,11 @@
 /* Guest helper for tests/qemu and bench/fdp.sh: files written through
  * distinct call paths with distinct lifetimes, for a file system (F2FS)
  * whose data temperatures follow the files' write hints.
- *   lifewrite hint FILE HINT KIB
+ *   lifewrite hint FILE HINT KIB [falloc|syncs]
  *        write KIB to a new FILE after F_SET_RW_HINT = HINT ("-": none),
- *        fsync; the hint → temperature → RUH mapping
+ *        fsync; the hint → temperature → RUH mapping ("falloc":
+ *        fallocate(KEEP_SIZE) the whole length first, as RocksDB does;
+ *        "syncs": fdatasync after every 64 KiB write, as a log does)
  *   lifewrite paths DIR ROUNDS HOT_KIB COLD_KIB WINDOW
  *        ROUNDS rounds; in each, hot_path() writes DIR/h.<round> and
  *        unlinks the previous round's (its data lives one round), and
@@ -18,6 +20,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/falloc.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -84,9 +87,16 @@ int main(int argc, char **argv) {
       if (fcntl(fd, F_SET_RW_HINT, &h) != 0) die("F_SET_RW_HINT");
     }
     uint64_t kib = strtoull(argv[4], 0, 10);
+    /* "falloc": preallocate beyond the end first, as RocksDB does. */
+    if (argc >= 6 && !strcmp(argv[5], "falloc") && fallocate(fd, FALLOC_FL_KEEP_SIZE, 0, (off_t)kib << 10) != 0)
+      die("fallocate");
+    /* "syncs": fdatasync after every 64 KiB write, as a log does. */
+    int syncs = argc >= 6 && !strcmp(argv[5], "syncs");
     memset(buf, 0x5a, sizeof buf);
-    for (uint64_t done = 0; done < kib; done += 64)
+    for (uint64_t done = 0; done < kib; done += 64) {
       if (write(fd, buf, sizeof buf) != (ssize_t)sizeof buf) die("write");
+      if (syncs && fdatasync(fd) != 0) die("fdatasync");
+    }
     if (fsync(fd) != 0) die("fsync");
     close(fd);
     printf("wrote %s KiB to %s with hint %s\n", argv[4], argv[2], argv[3]);

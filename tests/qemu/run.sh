@@ -14,6 +14,12 @@
 # stop/save/restart/reload). Results come back over the serial console as
 # `CHECK <name> ok|FAIL` lines; the script fails if any check fails.
 # Needs root (debootstrap, chroot); prints a skip line otherwise.
+# bench/fdp.sh boots the same guest for its benchmark through these
+# settings (defaults: the CI checks): QEMU_CACHE (cache dir), QEMU_PACKAGES
+# (more Debian packages, comma-separated; give them their own QEMU_CACHE),
+# QEMU_INIT (the first boot's /init), QEMU_OVERLAY (a dir copied over the
+# guest's /), QEMU_APPEND (kernel arguments), QEMU_MEM (MiB), QEMU_TIMEOUT
+# (seconds for the first boot), QEMU_BOOTS.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -32,7 +38,7 @@ mkdir -p "$cache"
 # 1. The guest root file system and kernel (cached). rootfs.done holds the
 # package list it was built with: a cache from another list (e.g. one
 # without systemd) is rebuilt, and the base initramfs with it.
-include=nvme-cli,e2fsprogs,f2fs-tools,kmod,iproute2,procps,systemd
+include=nvme-cli,e2fsprogs,f2fs-tools,kmod,iproute2,procps,systemd${QEMU_PACKAGES:+,$QEMU_PACKAGES}
 stamp="trixie minbase $include"
 if [ "$(cat "$cache/rootfs.done" 2>/dev/null)" != "$stamp" ]; then
   rm -rf "$cache/rootfs" "$cache/rootfs.done" "$cache/base.cpio.zst"
@@ -112,7 +118,9 @@ echo 5c0e5e0b1dd94c5f9b8f6a8e2f0c1d2e >"$over/etc/machine-id"
 cc -O2 -Wall -o "$over/usr/local/bin/hintwrite" "$here/hintwrite.c"
 cc -O2 -Wall -o "$over/usr/local/bin/uringwrite" "$here/uringwrite.c"
 cc -O2 -Wall -o "$over/usr/local/bin/lifewrite" "$here/lifewrite.c"
-cp "$here/guest-init.sh" "$over/init" && chmod 755 "$over/init"
+cc -O2 -Wall -o "$over/usr/local/bin/rawlife" "$here/rawlife.c"
+cp "${QEMU_INIT:-$here/guest-init.sh}" "$over/init" && chmod 755 "$over/init"
+if [ -n "${QEMU_OVERLAY:-}" ]; then cp -a "$QEMU_OVERLAY"/. "$over"/; fi
 (cd "$over" && find . | cpio -o -H newc --quiet | zstd -q >"$cache/overlay.cpio.zst")
 cat "$cache/base.cpio.zst" "$cache/overlay.cpio.zst" >"$cache/initrd.zst"
 
@@ -135,7 +143,7 @@ no_checks() { echo "qemu: no CHECK line in $1; its last lines:"; tr -d '\r' <"$1
 boot() {
   local secs=$1 out=$2 args=$3 try
   for try in 1 2; do
-    timeout "$secs" qemu-system-x86_64 -machine q35 -accel tcg,thread=single -cpu max -m 3072 -smp 2 \
+    timeout "$secs" qemu-system-x86_64 -machine q35 -accel tcg,thread=single -cpu max -m "${QEMU_MEM:-3072}" -smp 2 \
       -nic none -nographic -no-reboot -kernel "$vmlinuz" -initrd "$cache/initrd.zst" \
       -append "console=ttyS0 $args panic=-1 quiet loglevel=3" </dev/null >"$out" 2>&1 || true
     if [ "$try" = 1 ] && ! tr -d '\r' <"$out" | grep -q '^CHECK ' && grep -q 'Kernel panic' "$out"; then
@@ -151,7 +159,7 @@ echo "qemu: pcstreamctl built after $(( $(date +%s) - start )) s"
 : >"$log"
 case ,$boots, in *,nvme,*)
 echo "qemu: booting (console log: $log)"
-boot 900 "$log" "rdinit=/init"
+boot "${QEMU_TIMEOUT:-900}" "$log" "rdinit=/init ${QEMU_APPEND:-}"
 tr -d '\r' <"$log" | grep -E '^(CHECK|INFO|  \|)' || no_checks "$log"
 echo "qemu: NVMe/TCP boot done after $(( $(date +%s) - start )) s"
 ;; esac

@@ -1,0 +1,198 @@
+#!/bin/sh
+# /init of bench/fdp.sh's guest (tests/qemu/run.sh boots it with
+# QEMU_INIT): each case of the FDP bench on a fresh `pcstreamctl target`
+# (8 RUHs of 1 MiB, 7 % over-provisioning) through the guest kernel's
+# nvme-tcp host. Per row it prints one line on the console:
+#   RESULT case=C policy=P run=N host=B media=B app=B write_bytes=B secs=S ruh=B,B,…
+# host/media: the device's own counters (`nvme fdp stats`: host and media
+# bytes written) over the workload alone (after mkfs and mount, through
+# the final sync); app: the bytes the workload's processes passed to write
+# calls (wchar of the /proc/self/io of a subshell, which takes in its reaped
+# children's; write_bytes, the page-cache bytes it dirtied, beside it);
+# ruh: per-RUH host bytes at the target's exit (mkfs included).
+# Kernel arguments: fdp.runs=N fdp.scale=quick|full fdp.cases=a,b,…
+export PATH=/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+mount -t proc proc /proc
+mount -t sysfs sys /sys
+mount -t devtmpfs dev /dev
+mkdir -p /tmp /run && mount -t tmpfs tmp /tmp
+mount -t configfs none /sys/kernel/config 2>/dev/null
+ip link set lo up
+modprobe nvme-tcp
+modprobe ext4 2>/dev/null
+modprobe f2fs 2>/dev/null
+arg() { sed -n "s/.* fdp\.$1=\([^ ]*\).*/\1/p" </proc/cmdline | tr -d '\n'; }
+RUNS=$(arg runs); RUNS=${RUNS:-3}
+SCALE=$(arg scale); SCALE=${SCALE:-full}
+CASES=$(arg cases); CASES=${CASES:-f2fs-rocksdb,f2fs-sqlite,raw-rawlife,raw-fio,ext4-rocksdb}
+NQN=nqn.2026-11.io.pcstream:fdp
+SHIM=/usr/lib/pcstream/libpcstream.so
+export PCSTREAM_RUNTIME_DIR=/tmp/pcs/run
+info() { echo "INFO $*"; }
+check() {
+  name=$1; shift
+  if "$@" >/tmp/out 2>&1; then echo "CHECK $name ok"; else echo "CHECK $name FAIL"; tail -c 1500 /tmp/out | sed 's/^/  | /'; fi
+}
+info "kernel $(uname -r), $(nvme version 2>&1 | head -1), db_bench $(db_bench --version 2>&1 | head -1), sqlite3 $(sqlite3 --version | cut -d' ' -f1), $(fio --version)"
+info "runs=$RUNS scale=$SCALE cases=$CASES"
+
+# Sizes: quick (a smoke pass, minutes) and full (the device ages: several
+# times its capacity written).
+# Both fill the namespace past half with live data and write about three
+# times its capacity, so that GC (the device's, and F2FS's own cleaning)
+# has to copy. quick: a 256 MiB namespace; full: 1 GiB.
+if [ "$SCALE" = quick ]; then
+  CAP=256M; RDB_KEYS=100000; RDB_OPS=300000; SQL_ROWS=100000; SQL_TXNS=400
+  RAW_MIB=32; RAW_ROUNDS=40; FIO_SIZE=256M; FIO_IO=768M
+else
+  CAP=1G; RDB_KEYS=400000; RDB_OPS=1200000; SQL_ROWS=400000; SQL_TXNS=1600
+  RAW_MIB=128; RAW_ROUNDS=160; FIO_SIZE=1024M; FIO_IO=3G
+fi
+
+PORT=4500
+dev_up() { # a fresh device
+  PORT=$((PORT + 1))
+  pcstreamctl target --listen 127.0.0.1:$PORT --nqn $NQN --capacity $CAP --ruhs 8 --ru-size 1M \
+    --interval 0 --json >/tmp/target.json 2>/tmp/target.log &
+  TPID=$!
+  sleep 1
+  nvme connect -t tcp -a 127.0.0.1 -s $PORT -n $NQN >/dev/null 2>&1
+  sleep 2
+  NS=$(ls -t /dev/nvme[0-9]*n1 2>/dev/null | head -1)
+  CTRL=${NS%n1}
+}
+dev_down() {
+  nvme disconnect -n $NQN >/dev/null 2>&1
+  kill -TERM $TPID; wait $TPID
+  RUH=$(tr -d ' \n' </tmp/target.json | sed 's/.*"ruh_host_bytes":\[\([^]]*\)\].*/\1/')
+}
+stats() { # "host media" from the device's FDP statistics log
+  nvme fdp stats "$CTRL" -e 1 -o json | tr -d ' \n"' | sed 's/.*hbmw:\([0-9]*\).*mbmw:\([0-9]*\).*/\1 \2/'
+}
+fs_up() { # f2fs | ext4
+  mkdir -p /mnt/d
+  case $1 in
+    f2fs) mkfs.f2fs -f -q "$NS" >/dev/null && mount -t f2fs "$NS" /mnt/d ;;
+    ext4) mkfs.ext4 -q -F "$NS" >/dev/null && mount -t ext4 "$NS" /mnt/d ;;
+  esac
+}
+daemon_up() { # fresh | keep: pcstreamd with the device's RU as erase unit
+  [ "$1" = fresh ] && rm -rf /tmp/pcs
+  mkdir -p /tmp/pcs/run /tmp/pcs/state
+  printf 'erase_unit_bytes = 1048576\n' >/tmp/pcs/pcstreamd.toml
+  pcstreamd --config /tmp/pcs/pcstreamd.toml --runtime-dir /tmp/pcs/run --state-dir /tmp/pcs/state \
+    >>/tmp/pcs/d.log 2>&1 &
+  DPID=$!
+  sleep 1
+}
+daemon_down() { kill -TERM $DPID; wait $DPID; }
+
+# Workloads: `wl_<name> DIR-or-DEV` writes through whatever $PRE says
+# (empty: no shim).
+# RocksDB writes its SSTs with direct I/O (--use_direct_io_for_flush_and_compaction):
+# on F2FS (7.3) data written back by fsync/fdatasync goes to the hot log
+# whatever the file's hint (docs/results-fdp.md, "What F2FS does with a
+# hint"), and RocksDB fsyncs every SST; direct I/O bypasses that. Every
+# policy runs with the same options.
+wl_rocksdb() {
+  $PRE db_bench --db="$1/db" --wal_dir="$1/db" --benchmarks=fillrandom,overwrite \
+    --use_direct_io_for_flush_and_compaction=true \
+    --num=$RDB_KEYS --writes=$RDB_OPS --value_size=1000 --compression_type=none \
+    --write_buffer_size=4194304 --target_file_size_base=4194304 \
+    --max_bytes_for_level_base=16777216 --statistics=0 --histogram=0 \
+    --threads=1 >/tmp/wl.log 2>&1
+}
+wl_sqlite() { # an in-place updater: 1000-byte rows updated at random, rollback journal
+  {
+    echo "PRAGMA journal_mode=DELETE; PRAGMA page_size=4096; CREATE TABLE t(id INTEGER PRIMARY KEY, v BLOB);"
+    echo "WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i+1 FROM c WHERE i < $SQL_ROWS) INSERT INTO t SELECT i, randomblob(1000) FROM c;"
+    i=0
+    while [ $i -lt $SQL_TXNS ]; do
+      echo "BEGIN; UPDATE t SET v = randomblob(1000) WHERE id IN (SELECT 1 + abs(random()) % $SQL_ROWS FROM t LIMIT 200); COMMIT;"
+      i=$((i + 1))
+    done
+  } >/tmp/sql.txt
+  $PRE sqlite3 "$1/db.sqlite" </tmp/sql.txt >/tmp/wl.log 2>&1
+}
+wl_rawlife() { $PRE rawlife "$1" $RAW_ROUNDS $RAW_MIB $RAW_MIB 8 >/tmp/wl.log 2>&1; }
+wl_fio() { # two jobs of different hotness on one namespace, through two call paths (pwrite, pwritev2)
+  $PRE fio --name=hot --filename="$1" --direct=1 --rw=randwrite --bs=16k --ioengine=psync \
+      --offset=0 --size=$((${FIO_SIZE%M} / 8))M --io_size=$((${FIO_IO%[MG]} * 3 / 4))${FIO_IO##*[0-9]} \
+    --name=cold --filename="$1" --direct=1 --rw=randwrite --bs=16k --ioengine=pvsync2 \
+      --offset=$((${FIO_SIZE%M} / 8))M --size=$((${FIO_SIZE%M} * 7 / 8))M \
+      --io_size=$((${FIO_IO%[MG]} / 4))${FIO_IO##*[0-9]} >/tmp/wl.log 2>&1
+}
+
+# Hand-placed maps, chosen from the contexts pcstreamd showed for the case
+# (call paths by function name; stream 1 = SHORT, 2 = MEDIUM, 4 = EXTREME:
+# F2FS's hot / warm / cold; on a raw device stream k = placement id k-1).
+hand_map() { # case
+  pcstreamctl contexts --json --limit 0 --raw >/tmp/ctx-raw.json 2>/dev/null
+  pcstreamctl contexts --json --limit 0 >/tmp/ctx.json 2>/dev/null
+  case $1 in
+    *rocksdb) rules="WriteToWAL|log::Writer:1 FlushJob|BuildTable:2 Compaction:4" ;;
+    *sqlite) rules="sqlite3PagerCommitPhaseOne|syncJournal|pager_write|writeJournalHdr|pager_end_transaction:1 pager_write_pagelist|sqlite3PagerWrite|walWrite:2" ;;
+    *rawlife) rules="journal_write:1 scratch_write:2 table_write:3" ;;
+    *fio) rules="fio_psyncio_queue:1 fio_pvsyncio2_queue:2" ;;
+  esac
+  tr -d '\n' </tmp/ctx.json | sed 's/},[[:space:]]*{/}\n{/g' >/tmp/ctx.lines
+  : >/tmp/hand.map
+  for r in $rules; do
+    grep -E "${r%:*}" /tmp/ctx.lines | sed -n 's/.*"signature":[[:space:]]*"\([0-9a-fx]*\)".*/\1/p' |
+      while read -r sig; do grep -q "^$sig " /tmp/hand.map || echo "$sig ${r##*:}" >>/tmp/hand.map; done
+  done
+  info "hand map for $1: $(wc -l </tmp/hand.map) signatures: $(tr '\n' ' ' </tmp/hand.map)"
+}
+
+row() { # case policy run
+  c=$1; p=$2; n=$3; fs=${c%%-*}; w=${c#*-}
+  dev_up
+  PRE=""
+  case $p in
+    app-hints) echo >/tmp/empty.map; PRE="env LD_PRELOAD=$SHIM PCSTREAM_MAP=/tmp/empty.map" ;;
+    pcstream) daemon_up fresh; PRE="env LD_PRELOAD=$SHIM" ;;
+    pcstream-2) daemon_up keep; PRE="env LD_PRELOAD=$SHIM" ;;
+    hand-placed) PRE="env LD_PRELOAD=$SHIM PCSTREAM_MAP=/tmp/hand.map" ;;
+  esac
+  if [ "$fs" = raw ]; then target=$NS; else fs_up "$fs"; target=/mnt/d; fi
+  set -- $(stats); h0=$1; m0=$2
+  t0=$(date +%s)
+  # The workload in a subshell that, once its children are reaped, reads
+  # its own /proc/self/io (the redirection is opened by the subshell):
+  # wchar = bytes its processes passed to write calls.
+  io=$( (wl_$w $target; rc=$?; while read -r k v; do
+           case $k in wchar:) printf '%s ' "$v" ;; write_bytes:) printf '%s' "$v" ;; esac
+         done </proc/self/io; exit $rc) )
+  rc=$?
+  app=${io% *}; wb=${io#* }
+  [ "$fs" = raw ] || sync
+  # The hints the files ended with (the application's, the shim's or none).
+  [ "$fs" = raw ] || info "$c $p hints: $(for f in $(find /mnt/d -type f | head -400); do lifewrite gethint "$f"; done | sort | uniq -c | tr -s ' \n' ' ')"
+  set -- $(stats); h1=$1; m1=$2
+  secs=$(( $(date +%s) - t0 ))
+  [ "$rc" = 0 ] || { echo "CHECK $c-$p-$n FAIL"; tail -5 /tmp/wl.log | sed 's/^/  | /'; }
+  [ "$rc" = 0 ] && echo "CHECK $c-$p-$n ok"
+  case $p in pcstream|pcstream-2)
+    PCSTREAM_RUNTIME_DIR=/tmp/pcs/run pcstreamctl streams 2>&1 | sed 's/^/  | /'
+    [ "$p" = pcstream ] && hand_map "$c"
+    daemon_down ;;
+  esac
+  [ "$fs" = raw ] || umount /mnt/d
+  dev_down
+  echo "RESULT case=$c policy=$p run=$n host=$((h1 - h0)) media=$((m1 - m0)) app=$app write_bytes=$wb secs=$secs ruh=$RUH"
+}
+
+policies() { # the rows of a case, in order (hand-placed after pcstream: its map comes from there)
+  case $1 in
+    f2fs-rocksdb|ext4-rocksdb) echo none app-hints pcstream pcstream-2 hand-placed ;;
+    *) echo none pcstream pcstream-2 hand-placed ;;
+  esac
+}
+for n in $(seq 1 "$RUNS"); do
+  for c in $(echo "$CASES" | tr ',' ' '); do
+    for p in $(policies "$c"); do row "$c" "$p" "$n"; done
+  done
+done
+echo ALL-DONE
+echo o >/proc/sysrq-trigger
+sleep 5

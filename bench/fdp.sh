@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# The whole loop on a device: a Debian guest's own kernel (7.3, nvme-tcp)
+# drives `pcstreamctl target` (ftl-sim as an FDP SSD), applications run in
+# the guest on F2FS, on a raw namespace and on ext4, with no shim, with
+# their own hints, with pcstreamd learning online (and again from its
+# persisted table) and with a hand-placed static map; the WAF comes from the
+# device's own counters (`nvme fdp stats`). Writes docs/results-fdp.md and
+# docs/results/fdp.svg (bench/fdp_render.py).
+#
+#   sudo bench/fdp.sh [--runs N] [--scale quick|full] [--cases a,b,...]
+#                     [--out DIR] [--render-only]
+#
+# Cases: f2fs-rocksdb, f2fs-sqlite, raw-rawlife, raw-fio, ext4-rocksdb
+# (the negative control: ext4 carries no hint to an NVMe device). Needs
+# root (the guest is built with debootstrap, like tests/qemu/run.sh, whose
+# machinery it uses with its own cache: target/qemu-bench-cache). Not part
+# of CI. Guest time under TCG: see bench/README.md.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+runs=3 scale=full cases=f2fs-rocksdb,f2fs-sqlite,raw-rawlife,raw-fio,ext4-rocksdb
+out=$root/bench/out-fdp render_only=0
+while [ $# -gt 0 ]; do
+  case $1 in
+    --runs) runs=$2; shift 2 ;;
+    --scale) scale=$2; shift 2 ;;
+    --cases) cases=$2; shift 2 ;;
+    --out) out=$2; shift 2 ;;
+    --render-only) render_only=1; shift ;;
+    -h|--help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "fdp.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+  esac
+done
+case $scale in quick|full) ;; *) echo "fdp.sh: --scale must be quick or full, not '$scale'" >&2; exit 2 ;; esac
+case $runs in ''|*[!0-9]*|0) echo "fdp.sh: --runs must be a positive number, not '$runs'" >&2; exit 2 ;; esac
+for c in ${cases//,/ }; do
+  case $c in f2fs-rocksdb|f2fs-sqlite|raw-rawlife|raw-fio|ext4-rocksdb) ;;
+    *) echo "fdp.sh: unknown case '$c' (f2fs-rocksdb, f2fs-sqlite, raw-rawlife, raw-fio, ext4-rocksdb)" >&2; exit 2 ;;
+  esac
+done
+mkdir -p "$out"
+cache=${QEMU_CACHE:-$root/target/qemu-bench-cache}
+if [ "$render_only" = 0 ]; then
+  [ "$(id -u)" = 0 ] || { echo "fdp.sh: needs root (debootstrap and chroot build the guest)" >&2; exit 1; }
+  start=$(date +%s)
+  # Hours of guest time at full scale: the boot's timeout is generous.
+  QEMU_CACHE=$cache QEMU_PACKAGES=rocksdb-tools,sqlite3,fio QEMU_INIT=$root/bench/fdp-guest.sh \
+    QEMU_APPEND="fdp.runs=$runs fdp.scale=$scale fdp.cases=$cases" QEMU_MEM=6144 \
+    QEMU_TIMEOUT=$((6 * 3600)) QEMU_BOOTS=nvme \
+    "$root/tests/qemu/run.sh" | grep -v '^RESULT' || true
+  tr -d '\r' <"$cache/console.log" >"$out/console.log"
+  grep '^RESULT ' "$out/console.log" >"$out/results.txt" || true
+  echo "fdp.sh: $(wc -l <"$out/results.txt") rows in $(( $(date +%s) - start )) s; console log: $out/console.log"
+  { echo "scale=$scale runs=$runs cases=$cases"; grep '^INFO kernel' "$out/console.log" || true;
+    echo "host $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) vCPUs; $(date -u +%F)"; } >"$out/meta.txt"
+fi
+[ -s "$out/results.txt" ] || { echo "fdp.sh: no RESULT rows in $out/results.txt" >&2; exit 1; }
+python3 "$root/bench/fdp_render.py" --results "$out/results.txt" --meta "$out/meta.txt" \
+  --md "$root/docs/results-fdp.md" --svg "$root/docs/results/fdp.svg" \
+  --command "bench/fdp.sh --runs $runs --scale $scale --cases $cases"
+echo "fdp.sh: wrote docs/results-fdp.md and docs/results/fdp.svg"

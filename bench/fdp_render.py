@@ -1,0 +1,165 @@
+#!/usr/bin/env python3
+"""Renders docs/results-fdp.md and its chart from bench/fdp.sh's RESULT rows.
+
+    fdp_render.py --results FILE --meta FILE --md OUT.md --svg OUT.svg --command CMD
+
+A RESULT row (bench/fdp-guest.sh) holds one workload run on a fresh FDP
+device: host and media bytes from the device's own FDP statistics over the
+workload, the bytes the application passed to write calls, and per-RUH host
+bytes. Two figures per row: the device WAF (media / host) and the end-to-end
+amplification (media / application bytes), which also counts what a file
+system wrote on its own (metadata, journal, cleaning). Tables show every run
+and the mean; statements are computed from the rows, never written by hand.
+"""
+import argparse
+import statistics
+import sys
+
+DESC = {
+    "f2fs-rocksdb": "db_bench fillrandom + overwrite on F2FS (1000-byte values, 4 MiB memtables and SSTs written with direct I/O)",
+    "f2fs-sqlite": "sqlite3, 1000-byte rows updated in place at random, rollback journal, on F2FS",
+    "raw-rawlife": "rawlife: O_DIRECT on the raw namespace through three call paths (journal ring, tables, scratch freed by BLKDISCARD)",
+    "raw-fio": "fio, two jobs on one raw namespace: hot (⅛ of the LBAs, ¾ of the writes, psync) and cold (pvsync2)",
+    "ext4-rocksdb": "db_bench as above on ext4: the negative control (ext4 passes no hint to an NVMe device)",
+}
+POLICY = {
+    "none": "no shim (the file system's own placement)",
+    "app-hints": "the application's own hints (RocksDB's per-level hints, repaired by the shim)",
+    "pcstream": "shim + pcstreamd learning online from an empty table",
+    "pcstream-2": "shim + pcstreamd restarted from the table persisted by the run before",
+    "hand-placed": "a static map chosen by hand from that table's call paths",
+}
+
+
+def parse(path):
+    rows = []
+    with open(path) as f:
+        for line in f:
+            if not line.startswith("RESULT "):
+                continue
+            kv = dict(p.split("=", 1) for p in line.split()[1:] if "=" in p)
+            try:
+                row = {
+                    "case": kv["case"],
+                    "policy": kv["policy"],
+                    "run": int(kv["run"]),
+                    "host": int(kv["host"]),
+                    "media": int(kv["media"]),
+                    "app": int(kv.get("app") or 0),
+                    "secs": int(kv.get("secs") or 0),
+                    "ruh": [int(x) for x in kv.get("ruh", "").split(",") if x.isdigit()],
+                }
+            except (KeyError, ValueError) as e:
+                sys.exit(f"fdp_render.py: {path}: malformed RESULT line ({e}): {line.strip()}")
+            rows.append(row)
+    return rows
+
+
+def waf(r):
+    return r["media"] / r["host"] if r["host"] else float("nan")
+
+
+def e2e(r):
+    return r["media"] / r["app"] if r["app"] else float("nan")
+
+
+def mib(b):
+    return f"{b / 2**20:.0f}"
+
+
+def svg_chart(cases, means, path):
+    """Grouped bars: mean end-to-end amplification per case and policy."""
+    pols = list(POLICY)
+    colors = ["#888888", "#d9a441", "#2b7bba", "#1b4f7a", "#5aa15a"]
+    bw, gap, left, top, h = 16, 28, 60, 30, 240
+    groups = [(c, [p for p in pols if (c, p) in means]) for c in cases]
+    width = left + sum(len(ps) * bw + gap for _, ps in groups) + 180
+    vals = [v for v in means.values() if v == v]
+    vmax = max(vals + [1.0]) * 1.1
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{h + 110}" font-family="sans-serif" font-size="11">',
+           f'<text x="{left}" y="16" font-size="13">End-to-end amplification (device media bytes / application bytes), mean of runs</text>']
+    for i in range(0, 5):
+        v = vmax * i / 4
+        y = top + h - h * v / vmax
+        out.append(f'<line x1="{left}" y1="{y:.1f}" x2="{width - 180}" y2="{y:.1f}" stroke="#ddd"/>')
+        out.append(f'<text x="{left - 6}" y="{y + 4:.1f}" text-anchor="end">{v:.2f}</text>')
+    x = left + gap / 2
+    for c, ps in groups:
+        for p in ps:
+            v = means[(c, p)]
+            if v == v:
+                bh = h * v / vmax
+                out.append(f'<rect x="{x:.1f}" y="{top + h - bh:.1f}" width="{bw - 2}" height="{bh:.1f}" fill="{colors[pols.index(p)]}"><title>{c} {p}: {v:.3f}</title></rect>')
+            x += bw
+        out.append(f'<text x="{x - len(ps) * bw / 2:.1f}" y="{top + h + 16}" text-anchor="middle">{c}</text>')
+        x += gap
+    for i, p in enumerate(pols):
+        out.append(f'<rect x="{width - 170}" y="{top + i * 18}" width="12" height="12" fill="{colors[i]}"/>')
+        out.append(f'<text x="{width - 152}" y="{top + i * 18 + 10}">{p}</text>')
+    out.append("</svg>")
+    with open(path, "w") as f:
+        f.write("\n".join(out) + "\n")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--results", required=True)
+    ap.add_argument("--meta", required=True)
+    ap.add_argument("--md", required=True)
+    ap.add_argument("--svg", required=True)
+    ap.add_argument("--command", required=True)
+    a = ap.parse_args()
+    rows = parse(a.results)
+    if not rows:
+        sys.exit(f"fdp_render.py: {a.results}: no RESULT rows")
+    try:
+        meta = open(a.meta).read().strip().splitlines()
+    except OSError:
+        meta = []
+    cases = [c for c in DESC if any(r["case"] == c for r in rows)]
+    means = {}
+    md = ["# The whole loop on an FDP device (bench/fdp.sh)", "",
+          "Generated by `bench/fdp_render.py` from `" + a.command + "`; do not edit by hand.", ""]
+    md += [f"- {m}" for m in meta]
+    md += ["",
+           "Each run is a fresh `pcstreamctl target` (ftl-sim as an FDP SSD: 8 reclaim unit handles of 1 MiB",
+           "reclaim units, 7 % over-provisioning, greedy GC) driven by a Debian guest's own kernel through",
+           "nvme-tcp under QEMU (TCG). **Device WAF** = media / host bytes from the device's own FDP",
+           "statistics (`nvme fdp stats`) over the workload (after mkfs and mount, through the final sync).",
+           "**End-to-end** = media bytes / the bytes the application passed to write calls (`wchar` of its",
+           "processes), so a file system's own metadata, journal and cleaning count too.",
+           "Per-RUH host bytes (MiB, mkfs included) show where each policy put the data.", ""]
+    md += ["Policies: " + "; ".join(f"`{p}`: {d}" for p, d in POLICY.items()) + ".", ""]
+    for c in cases:
+        md += [f"## {c}", "", DESC[c], "",
+               "| policy | run | app MiB | host MiB | media MiB | device WAF | end-to-end | per-RUH host MiB | s |",
+               "|---|---|---|---|---|---|---|---|---|"]
+        for p in POLICY:
+            rs = sorted((r for r in rows if r["case"] == c and r["policy"] == p), key=lambda r: r["run"])
+            if not rs:
+                continue
+            for r in rs:
+                md.append(f"| {p} | {r['run']} | {mib(r['app'])} | {mib(r['host'])} | {mib(r['media'])} | "
+                          f"{waf(r):.3f} | {e2e(r):.3f} | {' / '.join(mib(b) for b in r['ruh'])} | {r['secs']} |")
+            w = statistics.fmean(waf(r) for r in rs)
+            e = statistics.fmean(e2e(r) for r in rs)
+            means[(c, p)] = e
+            if len(rs) > 1:
+                md.append(f"| **{p} mean** | {len(rs)} runs | | | | **{w:.3f}** | **{e:.3f}** | | |")
+        md.append("")
+        base = means.get((c, "none"))
+        pc = means.get((c, "pcstream"))
+        if base and pc:
+            md.append(f"pcstream's end-to-end amplification is {pc:.3f} against {base:.3f} with no shim "
+                      f"({(pc - base) / base * 100:+.1f} %)" +
+                      (f", {means[(c, 'app-hints')]:.3f} with the application's own hints" if (c, "app-hints") in means else "") +
+                      (f", {means[(c, 'hand-placed')]:.3f} hand-placed" if (c, "hand-placed") in means else "") + ".")
+            md.append("")
+    md += ["![end-to-end amplification per case and policy](results/fdp.svg)", ""]
+    with open(a.md, "w") as f:
+        f.write("\n".join(md))
+    svg_chart(cases, means, a.svg)
+
+
+if __name__ == "__main__":
+    main()
