@@ -7,7 +7,8 @@
  *   scratch_write  a scratch region written, then deallocated (BLKDISCARD)
  *                  at the next round: the shortest, freed by TRIM
  *   rawlife DEV ROUNDS JOURNAL_MIB SCRATCH_MIB PER_ROUND_MIB
- * Each round writes PER_ROUND_MIB through each path (128 KiB writes). The
+ * Each round writes PER_ROUND_MIB through each path, the paths taking turns
+ * every 128 KiB write. The
  * program sets no hint: the shim (or nothing) places the writes.
  * Prints one line and exits 0, or names the failing call and exits 1. */
 #define _GNU_SOURCE
@@ -37,29 +38,27 @@ static __attribute__((noinline)) void put(uint64_t off, uint64_t len) {
     if (pwrite(fd, buf, IO, (off_t)(off + done)) != (ssize_t)IO) die("pwrite");
 }
 
-static __attribute__((noinline)) void journal_write(uint64_t *pos, uint64_t ring, uint64_t len) {
-  for (uint64_t done = 0; done < len; done += IO) {
-    put(*pos, IO);
-    *pos = (*pos + IO) % ring;
-  }
+static __attribute__((noinline)) void journal_write(uint64_t *pos, uint64_t ring) {
+  put(*pos, IO);
+  *pos = (*pos + IO) % ring;
   __asm__ volatile("" ::: "memory"); /* no tail call: keep this frame */
 }
 
-static __attribute__((noinline)) void table_write(uint64_t *pos, uint64_t base, uint64_t size, uint64_t len) {
-  if (*pos + len > size) *pos = 0;
-  put(base + *pos, len);
-  *pos += len;
+static __attribute__((noinline)) void table_write(uint64_t *pos, uint64_t base, uint64_t size) {
+  put(base + *pos, IO);
+  *pos = (*pos + IO) % size;
   __asm__ volatile("" ::: "memory");
 }
 
-static __attribute__((noinline)) void scratch_write(uint64_t base, uint64_t size, uint64_t len, int round) {
-  uint64_t slots = size / len, off = base + (round % slots) * len;
-  put(off, len);
-  if (round > 0) { /* the previous round's scratch is freed */
-    uint64_t r[2] = {base + ((round - 1) % slots) * len, len};
-    if (ioctl(fd, BLKDISCARD, r) != 0) die("BLKDISCARD");
-  }
+static __attribute__((noinline)) void scratch_write(uint64_t off) {
+  put(off, IO);
   __asm__ volatile("" ::: "memory");
+}
+
+/* The previous round's scratch is freed. */
+static void scratch_free(uint64_t off, uint64_t len) {
+  uint64_t r[2] = {off, len};
+  if (ioctl(fd, BLKDISCARD, r) != 0) die("BLKDISCARD");
 }
 
 int main(int argc, char **argv) {
@@ -81,11 +80,17 @@ int main(int argc, char **argv) {
   uint64_t tbase = ring, tsize = (dev - ring - scratch) / per * per, sbase = dev - scratch;
   if (posix_memalign(&buf, 4096, IO)) die("posix_memalign");
   memset(buf, 0x5a, IO);
-  uint64_t jpos = 0, tpos = 0;
+  uint64_t jpos = 0, tpos = 0, slots = scratch / per;
+  /* The three paths take turns every 128 KiB, as concurrent activities
+   * do: without placement, every reclaim unit holds all three lifetimes. */
   for (int r = 0; r < rounds; r++) {
-    journal_write(&jpos, ring, per);
-    table_write(&tpos, tbase, tsize, per);
-    scratch_write(sbase, scratch, per, r);
+    uint64_t soff = sbase + (r % slots) * per;
+    for (uint64_t done = 0; done < per; done += IO) {
+      journal_write(&jpos, ring);
+      table_write(&tpos, tbase, tsize);
+      scratch_write(soff + done);
+    }
+    if (r > 0) scratch_free(sbase + ((r - 1) % slots) * per, per);
   }
   printf("rawlife: %d rounds of %llu MiB per path on a %llu MiB device\n", rounds,
          (unsigned long long)(per / MiB), (unsigned long long)(dev / MiB));
