@@ -42,7 +42,7 @@ info "runs=$RUNS scale=$SCALE cases=$CASES"
 # times its capacity, so that GC (the device's, and F2FS's own cleaning)
 # has to copy. quick: a 256 MiB namespace; full: 1 GiB.
 if [ "$SCALE" = quick ]; then
-  CAP=256M; RDB_KEYS=100000; RDB_OPS=300000; SQL_ROWS=100000; SQL_TXNS=400
+  CAP=256M; RDB_KEYS=70000; RDB_OPS=280000; SQL_ROWS=100000; SQL_TXNS=400
   RAW_MIB=32; RAW_ROUNDS=40; FIO_SIZE=256M; FIO_IO=768M
 else
   CAP=1G; RDB_KEYS=400000; RDB_OPS=1200000; SQL_ROWS=400000; SQL_TXNS=1600
@@ -170,7 +170,8 @@ row() { # case policy run
   [ "$fs" = raw ] || info "$c $p hints: $(for f in $(find /mnt/d -type f | head -400); do lifewrite gethint "$f"; done | sort | uniq -c | tr -s ' \n' ' ')"
   set -- $(stats); h1=$1; m1=$2
   secs=$(( $(date +%s) - t0 ))
-  [ "$rc" = 0 ] || { echo "CHECK $c-$p-$n FAIL"; tail -5 /tmp/wl.log | sed 's/^/  | /'; }
+  # (db_bench's stdout is buffered: its error lines come before the header.)
+  [ "$rc" = 0 ] || { echo "CHECK $c-$p-$n FAIL (exit $rc)"; grep -iE -m5 'error|fail|no space|abort' /tmp/wl.log | sed 's/^/  | /'; tail -3 /tmp/wl.log | sed 's/^/  | /'; df -m /mnt/d 2>/dev/null | tail -1 | sed 's/^/  | df: /'; }
   [ "$rc" = 0 ] && echo "CHECK $c-$p-$n ok"
   case $p in pcstream|pcstream-2)
     PCSTREAM_RUNTIME_DIR=/tmp/pcs/run pcstreamctl streams 2>&1 | sed 's/^/  | /'
