@@ -22,7 +22,7 @@
 //! devices without write streams get plain non-file entries, as before.
 
 use crate::events::FileId;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
 /// Descriptors with a table entry (higher ones always use `fstat`).
 pub const FDS: usize = 4096;
@@ -53,6 +53,8 @@ struct Entry {
     hint: AtomicU64,
     /// A raw entry's device number (`st_rdev`).
     rdev: AtomicU64,
+    /// A raw entry's hint word (`rawdev::word_of`), 0 for none.
+    word: AtomicUsize,
 }
 
 #[allow(clippy::declare_interior_mutable_const)]
@@ -65,6 +67,7 @@ const EMPTY: Entry = Entry {
     pos: AtomicU64::new(0),
     hint: AtomicU64::new(0),
     rdev: AtomicU64::new(0),
+    word: AtomicUsize::new(0),
 };
 
 static TABLE: [Entry; FDS] = [EMPTY; FDS];
@@ -109,6 +112,9 @@ pub struct Raw {
     /// Whether the descriptor is `O_DIRECT` (only such writes carry the
     /// node's hint to the device).
     pub direct: bool,
+    /// The address of the device's hint word (`rawdev::word_of`), found
+    /// when the entry was made (0: none).
+    pub word: usize,
 }
 
 /// The flags of an entry for a file of mode `mode` and device `rdev`
@@ -160,6 +166,14 @@ pub fn set(fd: i32, st: &libc::stat, oflags: i32, may_track: bool) {
     e.ino.store(st.st_ino, Ordering::Relaxed);
     e.pos.store(0, Ordering::Relaxed);
     e.rdev.store(st.st_rdev, Ordering::Relaxed);
+    e.word.store(
+        if raw != 0 {
+            crate::rawdev::word_of(st.st_rdev)
+        } else {
+            0
+        },
+        Ordering::Relaxed,
+    );
     e.hint.store(0, Ordering::Relaxed);
     e.gen.store(crate::hot::fork_gen(), Ordering::Relaxed);
     e.flags.store(
@@ -250,6 +264,7 @@ pub fn raw(fd: i32) -> Option<Raw> {
     }
     let flags = e.flags.load(Ordering::Relaxed);
     let rdev = e.rdev.load(Ordering::Relaxed);
+    let word = e.word.load(Ordering::Relaxed);
     std::sync::atomic::fence(Ordering::Acquire);
     if e.ver.load(Ordering::Relaxed) != v1 || flags & RAW == 0 {
         return None;
@@ -258,6 +273,7 @@ pub fn raw(fd: i32) -> Option<Raw> {
         rdev,
         streams: flags >> STREAMS_SHIFT & 0xff,
         direct: flags & DIRECT != 0,
+        word,
     })
 }
 
@@ -330,6 +346,14 @@ fn remember_other(fd: i32, st: &libc::stat) {
     e.ino.store(st.st_ino, Ordering::Relaxed);
     e.pos.store(0, Ordering::Relaxed);
     e.rdev.store(st.st_rdev, Ordering::Relaxed);
+    e.word.store(
+        if raw != 0 {
+            crate::rawdev::word_of(st.st_rdev)
+        } else {
+            0
+        },
+        Ordering::Relaxed,
+    );
     e.hint.store(0, Ordering::Relaxed);
     e.gen.store(crate::hot::fork_gen(), Ordering::Relaxed);
     e.flags.store(raw, Ordering::Relaxed);

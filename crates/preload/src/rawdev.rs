@@ -275,7 +275,7 @@ pub unsafe fn before(t: &Thread, fd: c_int, info: FdInfo, rec: *const usize, b: 
     let stream = stream_for(sig, cached, raw.rdev);
     b.hit = Some((sig, stream));
     b.raw_hint = if raw.direct {
-        node_hint(fd, info, stream, raw.streams, raw.rdev)
+        node_hint(fd, info, stream, raw)
     } else {
         shared_hint(raw.rdev)
             .or_else(|| hint::cached(info.id))
@@ -337,6 +337,13 @@ fn slot(rdev: u64) -> Option<(u32, &'static AtomicU64)> {
         }
     }
     Some((k, &ws[h % SHARED_WORDS]))
+}
+
+/// The address of device `rdev`'s hint word (0: a device number the
+/// kernel cannot have), kept in its descriptors' table entries so a write
+/// finds the word with one load.
+pub fn word_of(rdev: u64) -> usize {
+    slot(rdev).map_or(0, |(_, w)| w as *const AtomicU64 as usize)
 }
 
 /// The hint last set on device `rdev`'s node by any of this user's
@@ -428,7 +435,8 @@ fn map_shared() {
 /// The node's hint after a write of `stream`: set when it is expressible
 /// and not already there (as far as this user's processes under the shim
 /// know: [`map_shared`]), else as it was.
-fn node_hint(fd: c_int, info: FdInfo, stream: u32, streams: u32, rdev: u64) -> u64 {
+fn node_hint(fd: c_int, info: FdInfo, stream: u32, raw: files::Raw) -> u64 {
+    let (rdev, streams) = (raw.rdev, raw.streams);
     let known = || {
         shared_hint(rdev)
             .or_else(|| hint::cached(info.id))
@@ -441,7 +449,17 @@ fn node_hint(fd: c_int, info: FdInfo, stream: u32, streams: u32, rdev: u64) -> u
         UNEXPRESSED.fetch_add(1, Ordering::Relaxed);
         return known();
     };
-    let Some((k, w)) = slot(rdev) else { return 0 };
+    let Some(k) = kernel_dev(rdev) else { return 0 };
+    let w = if raw.word != 0 {
+        // SAFETY: a word of LOCAL or of the shared page (never unmapped),
+        // found by `word_of` when the descriptor's entry was made.
+        unsafe { &*(raw.word as *const AtomicU64) }
+    } else {
+        match slot(rdev) {
+            Some((_, w)) => w,
+            None => return 0,
+        }
+    };
     if w.load(Ordering::Relaxed) == word(k, want) {
         return want;
     }
