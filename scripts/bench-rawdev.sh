@@ -32,15 +32,24 @@
 #     F_SET_RW_HINT (it refuses it without asking the kernel): the "change"
 #     case then takes the shim's refusal path, a few instructions from the
 #     success path.
+#   scripts/bench-rawdev.sh race [WRITES]
+#     two writers of the device (tests/c/shim_rawdev_race.c: two threads,
+#     then two processes; streams 1 and 2), WRITES O_DIRECT writes each
+#     (default 2000), recorded with tracefs (F_SET_RW_HINT syscalls, the
+#     device's queued requests; x86-tsc clock; an instance of its own,
+#     the lock pcstreamctl's device recording takes, every setting undone
+#     on exit): per writer, how many writes took their own stream, the
+#     other writer's, or could have taken either (scripts/rawdev-race.py).
 # Environment: CARGO_TARGET_DIR as for cargo; BENCH_CFLAGS (default
 #   "-O2 -fno-omit-frame-pointer").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 MODE=time
-if [[ ${1:-} == counted ]]; then
-    MODE=counted
+if [[ ${1:-} == counted || ${1:-} == race ]]; then
+    MODE=$1
     shift
 fi
+RACE_WRITES=${1:-2000}
 ROUNDS=${1:-5}
 COUNT=${2:-20000}
 [[ $(id -u) == 0 ]] || { echo "bench-rawdev: needs root (losetup)" >&2; exit 1; }
@@ -50,7 +59,19 @@ SHIM=$(realpath "$TARGET/release/libpcstream.so")
 CTL=$(realpath "$TARGET/release/pcstreamctl")
 WORK=$(mktemp -d /dev/shm/pcstream-rawbench.XXXXXX)
 DEV=
+TRACEFS=/sys/kernel/tracing
+INST=
+MOUNTED=0
+RACE_EVENTS="syscalls/sys_enter_fcntl syscalls/sys_exit_fcntl block/block_bio_queue"
 cleanup() {
+    if [[ -n $INST && -d $INST ]]; then
+        for e in $RACE_EVENTS; do
+            echo 0 > "$INST/events/$e/enable" 2>/dev/null || true
+            echo 0 > "$INST/events/$e/filter" 2>/dev/null || true
+        done
+        rmdir "$INST" 2>/dev/null || echo "bench-rawdev: cannot remove $INST" >&2
+    fi
+    [[ $MOUNTED == 1 ]] && umount "$TRACEFS" 2>/dev/null
     [[ -n $DEV ]] && losetup -d "$DEV" 2>/dev/null
     rm -rf "$WORK"
 }
@@ -111,6 +132,65 @@ run() { # case count [shim]
 median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
 
 CPU=$(lscpu | sed -n 's/^Model name: *//p' | head -1)
+if [[ $MODE == race ]]; then
+    # shellcheck disable=SC2086
+    cc ${BENCH_CFLAGS:--O2 -fno-omit-frame-pointer} -o "$WORK/race" tests/c/shim_rawdev_race.c -lpthread
+    # Each writer's call paths (a thread's and a process's differ).
+    : > "$WORK/race.map"
+    for m in threads procs; do
+        rm -rf "$WORK/rrec"; mkdir "$WORK/rrec"
+        env -u LD_PRELOAD PCSTREAM_SOCKET=/nonexistent LD_PRELOAD="$SHIM" PCSTREAM_SYSFS="$WORK/sys" \
+            PCSTREAM_RECORD_DIR="$WORK/rrec" "$WORK/race" "$DEV" $m 16 >/dev/null
+        for f in "$WORK"/rrec/*.pcstrace; do
+            "$CTL" trace-stats --json "$f"
+        done | python3 -c '
+import json, sys
+dec = json.JSONDecoder()
+text = sys.stdin.read()
+i = 0
+while i < len(text):
+    while i < len(text) and text[i].isspace():
+        i += 1
+    if i >= len(text):
+        break
+    d, i = dec.raw_decode(text, i)
+    for r in d["rows"]:
+        f = r["frames"][0]["functions"][0]["name"]
+        if f in ("path_a", "path_b"):
+            print(r["signature"], 1 if f == "path_a" else 2)
+' >> "$WORK/race.map"
+    done
+    mkdir -p /run/pcstream
+    exec 9>/run/pcstream/device-trace.lock
+    flock 9
+    if [[ ! -d $TRACEFS/instances ]]; then
+        mount -t tracefs nodev "$TRACEFS"
+        MOUNTED=1
+    fi
+    INST="$TRACEFS/instances/pcstream-race-$$"
+    mkdir "$INST"
+    echo x86-tsc > "$INST/trace_clock"
+    echo 16384 > "$INST/buffer_size_kb"
+    echo 'cmd == 1036' > "$INST/events/syscalls/sys_enter_fcntl/filter"
+    IFS=: read -r MA MI <<<"$MAJMIN"
+    echo "dev == $(( (MA << 20) | MI ))" > "$INST/events/block/block_bio_queue/filter"
+    for e in $RACE_EVENTS; do echo 1 > "$INST/events/$e/enable"; done
+    printf '%d O_DIRECT 4 KiB writes per writer, streams 1 and 2, one loop device; %s; load %s\n' \
+        "$RACE_WRITES" "$CPU" "$(cut -d' ' -f1-3 /proc/loadavg)"
+    printf '%-10s %-7s %7s %7s %10s %10s %8s\n' writers writer writes right misplaced uncertain initial
+    for m in threads procs; do
+        echo 0 > "$INST/tracing_on"
+        : > "$INST/trace"
+        echo 1 > "$INST/tracing_on"
+        env -u LD_PRELOAD PCSTREAM_SOCKET=/nonexistent LD_PRELOAD="$SHIM" PCSTREAM_MAP="$WORK/race.map" \
+            PCSTREAM_SYSFS="$WORK/sys" "$WORK/race" "$DEV" $m "$RACE_WRITES" >/dev/null
+        echo 0 > "$INST/tracing_on"
+        python3 scripts/rawdev-race.py < "$INST/trace" | while read -r _ w n ok bad unk init; do
+            printf '%-10s %-7s %7d %7d %10d %10d %8d\n' "$m" "$w" "$n" "$ok" "$bad" "$unk" "$init"
+        done
+    done
+    exit 0
+fi
 if [[ $MODE == counted ]]; then
     command -v valgrind >/dev/null || { echo "counted: valgrind is needed" >&2; exit 1; }
     cg() { # case count [shim] -> instructions
