@@ -7,7 +7,8 @@
  *
  * Layout of DEV (4 KiB blocks): journal ring in blocks 0..7 (overwritten
  * round after round), table in blocks 64.. (written once each), scratch in
- * blocks 32..39 (written, then deallocated with fallocate(PUNCH_HOLE)).
+ * blocks 32..39 (written, then deallocated: fallocate(PUNCH_HOLE) in even
+ * rounds, ioctl(BLKDISCARD) in odd ones).
  * The journal writes with write() after lseek, the table with pwrite(),
  * the scratch with pwritev(). After each write the program prints
  * "<path> hint <F_GET_RW_HINT of DEV>" (not with `quiet`: then the output
@@ -15,12 +16,16 @@
  *
  * Then the O_DIRECT alignment errors: a misaligned buffer, offset and
  * length, each printed as "misaligned-<what> rc=<rc> errno=<errno>", and an
- * aligned write, and finally "sum <hash>" of the device's first 96 blocks
+ * aligned write; ioctls the shim looks at or passes on, with their results
+ * ("ioctl-<what> rc=<rc> errno=<errno>"); and finally "sum <hash>" of the
+ * device's first 96 blocks
  * read back with O_DIRECT (what the writes left there). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/falloc.h>
+#include <linux/fs.h>
+#include <sys/ioctl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -84,8 +89,10 @@ __attribute__((noinline)) static void scratch_spill(int fd, int round) {
         exit(1);
     }
     /* Freed at once: deallocated (a zeroing punch on a loop device). */
-    if (fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, at, BLK) != 0) {
-        perror("scratch fallocate");
+    uint64_t range[2] = {(uint64_t)at, BLK};
+    if (round % 2 == 0 ? fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, at, BLK)
+                       : ioctl(fd, BLKDISCARD, range)) {
+        perror("scratch deallocate");
         exit(1);
     }
     __asm__ volatile("" ::: "memory");
@@ -124,6 +131,19 @@ int main(int argc, char **argv) {
     misaligned("offset", fd, buf, BLK, 1);
     misaligned("length", fd, buf, 100, 0);
     misaligned("none", fd, buf, BLK, 95 * BLK);
+    uint64_t size = 0, bad[2] = {1, BLK};
+    errno = 0;
+    int r = ioctl(fd, BLKGETSIZE64, &size);
+    printf("ioctl-size rc=%d errno=%d size=%llu\n", r, r ? errno : 0, (unsigned long long)size);
+    errno = 0;
+    r = ioctl(fd, BLKDISCARD, bad); /* not aligned to the sector */
+    printf("ioctl-discard-misaligned rc=%d errno=%d\n", r, r ? errno : 0);
+    errno = 0;
+    r = ioctl(fd, BLKDISCARD, (void *)8);
+    printf("ioctl-discard-fault rc=%d errno=%d\n", r, r ? errno : 0);
+    errno = 0;
+    r = ioctl(-1, BLKDISCARD, bad);
+    printf("ioctl-discard-badfd rc=%d errno=%d\n", r, r ? errno : 0);
     uint64_t h = 1469598103934665603ull;
     for (int b = 0; b < 96; b++) {
         if (pread(fd, buf, BLK, (off_t)b * BLK) != BLK) {

@@ -8,7 +8,8 @@
 //! node (which works on any inode) read back with `F_GET_RW_HINT`.
 //! - `tests/c/shim_rawdev.c` (journal / table / scratch call paths): the
 //!   trace names the device `{ dev: st_rdev, ino: 0 }` with each path's
-//!   offsets and calls, and the scratch deallocations; a static map puts
+//!   offsets and calls, and the scratch deallocations (`fallocate`,
+//!   `ioctl(BLKDISCARD)`; not the refused ones); a static map puts
 //!   stream k on the node as hint k before each write; a stream above 5
 //!   leaves the hint alone; a device without write streams behaves as before
 //!   (no hint, no event); output and O_DIRECT alignment errors are exactly
@@ -332,6 +333,16 @@ fn raw_device_output_and_alignment_errors_are_the_real_calls() {
         plain.contains("misaligned-none rc=4096 errno=0\n"),
         "{plain}"
     );
+    for (what, errno) in [
+        ("misaligned", libc::EINVAL),
+        ("fault", libc::EFAULT),
+        ("badfd", libc::EBADF),
+    ] {
+        assert!(
+            plain.contains(&format!("ioctl-discard-{what} rc=-1 errno={errno}\n")),
+            "{plain}"
+        );
+    }
     let rec = tempfile::tempdir().unwrap();
     for (how, run) in [
         ("map", Run::shim().env(var::MAP, map.to_str().unwrap())),

@@ -720,6 +720,25 @@ pub fn fallocated(fd: c_int, mode: c_int, off: i64, len: i64) {
     invalidate(id, InvalidateKind::PunchHole, off.max(0) as u64, len as u64);
 }
 
+/// After a successful `BLKDISCARD`/`BLKSECDISCARD`/`BLKZEROOUT` on `fd`
+/// whose argument `arg` points to `{start, length}` (bytes): on a block
+/// device with write streams, that range died (`PUNCH_HOLE` of the
+/// device's `FileId`).
+pub fn discarded(fd: c_int, arg: usize) {
+    let Some(r) = files::raw(fd) else { return };
+    let (Some(start), Some(len)) = (peek_u64(arg), peek_u64(arg.wrapping_add(8))) else {
+        return;
+    };
+    if len > 0 {
+        invalidate(
+            crate::rawdev::device_id(r.rdev),
+            InvalidateKind::PunchHole,
+            start,
+            len,
+        );
+    }
+}
+
 /// Reads 8 bytes of the application's memory without risking a fault.
 fn peek_u64(addr: usize) -> Option<u64> {
     let mut v = 0u64;

@@ -1,5 +1,6 @@
 //! Bodies of the calls on descriptors: `fcntl` (the application's own
-//! hints, duplication, `O_APPEND` changes), `fallocate`, `ftruncate`,
+//! hints, duplication, `O_APPEND` changes), `ioctl` (a raw device's
+//! `BLKDISCARD`, `BLKSECDISCARD`, `BLKZEROOUT`), `fallocate`, `ftruncate`,
 //! `close`/`close_range`, `dup`/`dup2`/`dup3`, `lseek` and `fsync`/
 //! `fdatasync`; each keeps the per-descriptor table (`files.rs`) right or
 //! reports the data that died. Symbols that differ only in the real
@@ -14,6 +15,8 @@ use pcstream_placement::hint::F_SET_RW_HINT;
 
 /// `fcntl`'s and `fcntl64`'s type.
 pub type FcntlFn = unsafe extern "C" fn(c_int, c_int, ...) -> c_int;
+/// `ioctl`'s type.
+pub type IoctlFn = unsafe extern "C" fn(c_int, libc::c_ulong, ...) -> c_int;
 /// `fallocate`'s and `fallocate64`'s type.
 pub type FallocateFn = unsafe extern "C" fn(c_int, c_int, off_t, off_t) -> c_int;
 /// `ftruncate`'s and `ftruncate64`'s type.
@@ -74,6 +77,38 @@ pub unsafe fn fcntl(real: &Real<FcntlFn>, fd: c_int, cmd: c_int, arg: usize, _: 
     };
     // SAFETY: forwarding the application's arguments unchanged.
     then(real.get(), |f| unsafe { f(fd, cmd, arg) }, after)
+}
+
+/// `ioctl`: a block device's range deallocated or zeroed (`BLKDISCARD`,
+/// `BLKSECDISCARD`, `BLKZEROOUT`) dies; every other request goes straight
+/// to the real call (no guard, no work: a terminal's `TCGETS` costs the
+/// trampoline and one compare). The third argument is passed on as the
+/// machine word the application passed.
+///
+/// # Safety
+/// `ioctl`'s contract.
+pub unsafe fn ioctl(real: &Real<IoctlFn>, fd: c_int, req: u64, arg: usize, _: Rec) -> c_int {
+    const BLKDISCARD: u64 = 0x1277;
+    const BLKSECDISCARD: u64 = 0x127d;
+    const BLKZEROOUT: u64 = 0x127f;
+    if !matches!(req, BLKDISCARD | BLKSECDISCARD | BLKZEROOUT) {
+        let Some(f) = real.get() else {
+            return sys::enosys();
+        };
+        // SAFETY: forwarding the application's arguments unchanged.
+        return unsafe { f(fd, req as libc::c_ulong, arg) };
+    }
+    let after = |g: &Guard, r: c_int| {
+        if r == 0 && state::events_on() {
+            g.observe(|| track::discarded(fd, arg));
+        }
+    };
+    // SAFETY: forwarding the application's arguments unchanged.
+    then(
+        real.get(),
+        |f| unsafe { f(fd, req as libc::c_ulong, arg) },
+        after,
+    )
 }
 
 /// `fallocate`, `fallocate64` (punched or zeroed ranges die).

@@ -42,7 +42,9 @@ pub mod stdio;
 pub mod writes;
 
 use crate::hot::{HOT_PWRITE, HOT_PWRITE64};
-use descriptors::{CloseRangeFn, Dup2Fn, Dup3Fn, FallocateFn, FcntlFn, FdFn, FtruncateFn, LseekFn};
+use descriptors::{
+    CloseRangeFn, Dup2Fn, Dup3Fn, FallocateFn, FcntlFn, FdFn, FtruncateFn, IoctlFn, LseekFn,
+};
 use libc::{
     c_char, c_int, c_long, c_uint, c_void, iovec, loff_t, mode_t, off_t, size_t, ssize_t, FILE,
 };
@@ -97,6 +99,7 @@ hooks! {
 
     fcntl(fd: c_int, cmd: c_int, arg: usize) -> c_int as FcntlFn => descriptors::fcntl;
     fcntl64(fd: c_int, cmd: c_int, arg: usize) -> c_int as FcntlFn => descriptors::fcntl;
+    ioctl(fd: c_int, req: u64, arg: usize) -> c_int as IoctlFn => descriptors::ioctl;
     fallocate(fd: c_int, mode: c_int, off: off_t, len: off_t) -> c_int as FallocateFn
         => descriptors::fallocate;
     fallocate64(fd: c_int, mode: c_int, off: off_t, len: off_t) -> c_int as FallocateFn
