@@ -6,7 +6,8 @@
  *   shim_rawdev DEV ROUNDS [quiet]
  *
  * Layout of DEV (4 KiB blocks): journal ring in blocks 0..7 (overwritten
- * round after round), table in blocks 64.. (written once each), scratch in
+ * round after round), table in blocks 64..94 (each written once every 31
+ * rounds: a longer life than the journal's), scratch in
  * blocks 32..39 (written, then deallocated: fallocate(PUNCH_HOLE) in even
  * rounds, ioctl(BLKDISCARD) in odd ones).
  * The journal writes with write() after lseek, the table with pwrite(),
@@ -73,7 +74,7 @@ __attribute__((noinline)) static void journal_append(int fd, int round) {
 
 __attribute__((noinline)) static void table_store(int fd, int round) {
     fill(2, round);
-    if (pwrite(fd, buf, BLK, (off_t)(64 + round) * BLK) != BLK) {
+    if (pwrite(fd, buf, BLK, (off_t)(64 + round % 31) * BLK) != BLK) {
         perror("table pwrite");
         exit(1);
     }

@@ -20,99 +20,20 @@
 //!   asking `pcstream_stream_for_write` get their call paths' streams, and
 //!   the daemon's trace learns those paths.
 
+mod rawdev_common;
 mod shim_common;
 
 use pcstream_placement::env as var;
 use pcstream_placement::wire::{self, event::Kind};
+use rawdev_common::*;
 use shim_common::*;
 use std::collections::{BTreeMap, BTreeSet};
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
-/// A loop device over a sparse file, detached on drop (panics included).
-struct LoopDev {
-    path: PathBuf,
-    rdev: u64,
-    _dir: tempfile::TempDir,
-}
-
-impl LoopDev {
-    fn new(mib: u64) -> LoopDev {
-        // SAFETY: geteuid has no preconditions.
-        assert_eq!(unsafe { libc::geteuid() }, 0, "loop devices need root");
-        pcstream_tests::require_tool("losetup", "mount");
-        let dir = tempfile::tempdir().unwrap();
-        let img = dir.path().join("dev.img");
-        std::fs::File::create(&img)
-            .unwrap()
-            .set_len(mib << 20)
-            .unwrap();
-        let o = Command::new("losetup")
-            .args(["--find", "--show"])
-            .arg(&img)
-            .output()
-            .unwrap();
-        assert!(
-            o.status.success(),
-            "losetup: {}",
-            String::from_utf8_lossy(&o.stderr)
-        );
-        let path = PathBuf::from(String::from_utf8(o.stdout).unwrap().trim());
-        let mut d = LoopDev {
-            rdev: 0,
-            path,
-            _dir: dir,
-        };
-        // Attached: from here `d` detaches it if anything fails.
-        d.rdev = std::fs::metadata(&d.path).unwrap().rdev();
-        // The node's hint outlives its openers (and the loop device that
-        // had the node before): start from none.
-        let node = std::fs::File::open(&d.path).unwrap();
-        let mut none = 0u64;
-        // SAFETY: F_SET_RW_HINT reads the u64 we pass.
-        let rc = unsafe {
-            libc::fcntl(
-                std::os::fd::AsRawFd::as_raw_fd(&node),
-                pcstream_placement::hint::F_SET_RW_HINT,
-                &mut none as *mut u64,
-            )
-        };
-        assert_eq!(rc, 0, "F_SET_RW_HINT on {}", d.path.display());
-        d
+impl WithEnv for Run {
+    fn with_env(self, k: &str, v: &str) -> Self {
+        self.env(k, v)
     }
-
-    fn arg(&self) -> &str {
-        self.path.to_str().unwrap()
-    }
-
-    fn id(&self) -> (u64, u64) {
-        (self.rdev, 0)
-    }
-}
-
-impl Drop for LoopDev {
-    fn drop(&mut self) {
-        let _ = Command::new("losetup").arg("-d").arg(&self.path).status();
-    }
-}
-
-/// A sysfs tree in which `dev` has `streams` write streams.
-fn sysfs_with_streams(dev: &LoopDev, streams: u32) -> tempfile::TempDir {
-    let root = tempfile::tempdir().unwrap();
-    let q = root.path().join(format!(
-        "dev/block/{}:{}/queue",
-        libc::major(dev.rdev),
-        libc::minor(dev.rdev)
-    ));
-    std::fs::create_dir_all(&q).unwrap();
-    std::fs::write(q.join("max_write_streams"), format!("{streams}\n")).unwrap();
-    root
-}
-
-/// The shim, told that `dev` has write streams (the tree in `sys`).
-fn with_streams(run: Run, sys: &Path) -> Run {
-    run.env(var::SYSFS, sys.to_str().unwrap())
 }
 
 /// The writes of a trace to the raw device, in order.
