@@ -40,21 +40,22 @@ info "runs=$RUNS scale=$SCALE cases=$CASES"
 # times its capacity written).
 # Both fill the namespace past half with live data and write two to four
 # times its capacity, so that GC (the device's, and F2FS's own cleaning)
-# has to copy. quick: a 256 MiB namespace; full: 1 GiB. (RocksDB's
-# overwrites with 280k ops ran F2FS out of space at 82 % used on 256 MiB:
-# F2FS frees a deleted SST's segments only at its next checkpoint.)
+# has to copy. quick: a 256 MiB namespace (384 MiB for RocksDB: with its
+# space amplification, 100k keys ran F2FS out of space at 82 % used on 256
+# MiB, where a deleted SST's segments come back only at F2FS's next
+# checkpoint); full: 1 GiB.
 if [ "$SCALE" = quick ]; then
-  CAP=256M; RDB_KEYS=70000; RDB_OPS=150000; SQL_ROWS=100000; SQL_TXNS=400
+  CAP=256M; RDB_CAP=384M; RDB_KEYS=100000; RDB_OPS=250000; SQL_ROWS=100000; SQL_TXNS=400
   RAW_MIB=32; RAW_ROUNDS=40; FIO_SIZE=256M; FIO_IO=768M
 else
-  CAP=1G; RDB_KEYS=400000; RDB_OPS=1200000; SQL_ROWS=400000; SQL_TXNS=1600
+  CAP=1G; RDB_CAP=1G; RDB_KEYS=400000; RDB_OPS=1000000; SQL_ROWS=400000; SQL_TXNS=1600
   RAW_MIB=128; RAW_ROUNDS=160; FIO_SIZE=1024M; FIO_IO=3G
 fi
 
 PORT=4500
-dev_up() { # a fresh device
+dev_up() { # a fresh device of $1 bytes
   PORT=$((PORT + 1))
-  pcstreamctl target --listen 127.0.0.1:$PORT --nqn $NQN --capacity $CAP --ruhs 8 --ru-size 1M \
+  pcstreamctl target --listen 127.0.0.1:$PORT --nqn $NQN --capacity $1 --ruhs 8 --ru-size 1M \
     --interval 0 --json >/tmp/target.json 2>/tmp/target.log &
   TPID=$!
   sleep 1
@@ -96,13 +97,14 @@ daemon_down() { kill -TERM $DPID; wait $DPID; }
 # whatever the file's hint (docs/results-fdp.md, "What F2FS does with a
 # hint"), and RocksDB fsyncs every SST; direct I/O bypasses that. Every
 # policy runs with the same options.
-wl_rocksdb() {
-  $PRE db_bench --db="$1/db" --wal_dir="$1/db" --benchmarks=fillrandom,overwrite \
-    --use_direct_io_for_flush_and_compaction=true \
-    --num=$RDB_KEYS --writes=$RDB_OPS --value_size=1000 --compression_type=none \
+wl_rocksdb() { # fillrandom of RDB_KEYS keys, then RDB_OPS overwrites of them
+  set -- "$1" --db="$1/db" --wal_dir="$1/db" --use_direct_io_for_flush_and_compaction=true \
+    --num=$RDB_KEYS --value_size=1000 --compression_type=none \
     --write_buffer_size=4194304 --target_file_size_base=4194304 \
-    --max_bytes_for_level_base=16777216 --statistics=0 --histogram=0 \
-    --threads=1 >/tmp/wl.log 2>&1
+    --max_bytes_for_level_base=16777216 --statistics=0 --histogram=0 --threads=1
+  shift
+  $PRE db_bench "$@" --benchmarks=fillrandom >/tmp/wl.log 2>&1 &&
+    $PRE db_bench "$@" --benchmarks=overwrite --use_existing_db=1 --writes=$RDB_OPS >>/tmp/wl.log 2>&1
 }
 wl_sqlite() { # an in-place updater: 1000-byte rows updated at random, rollback journal
   {
@@ -148,7 +150,7 @@ hand_map() { # case
 
 row() { # case policy run
   c=$1; p=$2; n=$3; fs=${c%%-*}; w=${c#*-}
-  dev_up
+  case $w in rocksdb) dev_up $RDB_CAP ;; *) dev_up $CAP ;; esac
   PRE=""
   case $p in
     app-hints) echo >/tmp/empty.map; PRE="env LD_PRELOAD=$SHIM PCSTREAM_MAP=/tmp/empty.map" ;;
