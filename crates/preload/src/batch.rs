@@ -34,7 +34,7 @@ pub const MAX_RUN: u64 = 1 << 20;
 const STDIO: u32 = crate::events::WriteCall::Fwrite as u32;
 /// Bytes a stdio run may skip: what `putc`/`fputc` (not interposed: often
 /// inlined into the program) wrote to the stream between two calls.
-const STDIO_GAP: u64 = 512;
+pub const STDIO_GAP: u64 = 512;
 
 const FREE: u32 = 0;
 const IDLE: u32 = 1;

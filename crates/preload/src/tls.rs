@@ -18,7 +18,7 @@
 //! last clean call path; the second its raw return addresses (see
 //! [`Thread::path`]); the third and fourth, read only for paths the CFI
 //! walk found, the unwind rules at those addresses and where a repeat of
-//! the path finds them on the stack.
+//! the path finds them on the stack; the fifth this thread's stdio run.
 
 use std::cell::Cell;
 
@@ -73,9 +73,30 @@ pub struct Thread {
     /// from the record: the trampoline's saved `rbp`, or the slot a frame
     /// below saved it in); 0: the rule takes the CFA from `rsp`.
     pub path_checks: [Cell<u64>; PATH_FRAMES],
+    /// The file of this thread's last stdio call (`track::stdio`): a call
+    /// on it that continues where that one ended (within the gap `putc`
+    /// may leave) is the same stdio run, with the run's signature and
+    /// stream, and is not unwound again.
+    pub stdio_file: Cell<crate::events::FileId>,
+    /// Where the last stdio call's bytes ended in `stdio_file`.
+    pub stdio_end: Cell<u64>,
+    /// The stdio run's signature (0: no run).
+    pub stdio_sig: Cell<u64>,
+    /// The stdio run's stream.
+    pub stdio_stream: Cell<u32>,
+    /// The `FILE` of the last stdio call, its buffer (`_IO_write_base`)
+    /// and where its write pointer stood after the call: the next call's
+    /// offset follows from the pointer while the buffer was not flushed
+    /// (`track::stdio`), without `ftello` (an `lseek` per call where glibc
+    /// does not know the position).
+    pub stdio_fp: Cell<usize>,
+    /// `_IO_write_base` of `stdio_fp` after the last call.
+    pub stdio_base: Cell<usize>,
+    /// `_IO_write_ptr` of `stdio_fp` after the last call.
+    pub stdio_ptr: Cell<usize>,
 }
 
-const _: () = assert!(std::mem::size_of::<Thread>() == 256);
+const _: () = assert!(std::mem::size_of::<Thread>() == 320);
 const _: () = assert!(std::mem::align_of::<Thread>() <= 64);
 
 /// [`Thread::slot`] before the thread claimed a batch slot.

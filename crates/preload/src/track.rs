@@ -508,22 +508,92 @@ pub unsafe fn stdio(t: &Thread, f: *mut FILE, n: u64, rec: *const usize) {
     if !info.regular {
         return;
     }
-    // SAFETY: as above; ftello reports the stream's logical position.
-    let pos = unsafe { ftello(f) };
-    let offset = (pos as u64).saturating_sub(n);
-    // SAFETY: forwarded caller contract.
-    unsafe {
-        finish_write(
-            t,
-            fd,
-            info,
-            offset,
-            n,
-            WriteCall::Fwrite,
-            rec,
-            &Before::new(),
-        )
+    let buf = glibc_buffer(f);
+    let offset = match buf.and_then(|b| continued_offset(t, f, b, n)) {
+        Some(o) => o,
+        None => {
+            // SAFETY: as above; ftello reports the stream's logical position.
+            let pos = unsafe { ftello(f) };
+            (pos as u64).saturating_sub(n)
+        }
     };
+    if let Some((base, ptr)) = buf {
+        t.stdio_fp.set(f as usize);
+        t.stdio_base.set(base);
+        t.stdio_ptr.set(ptr);
+    } else {
+        t.stdio_fp.set(0);
+    }
+    // A call that continues this thread's stdio run on the file (cc1
+    // writing a `.s`: ~600,000 calls per unit from hundreds of call paths)
+    // is the run's first call's signature and stream, as its event is
+    // (batch.rs, `RawWrite`): no unwinding, and the run's hint stays.
+    let run = t.stdio_sig.get() != 0
+        && t.stdio_file.get() == info.id
+        && offset.wrapping_sub(t.stdio_end.get()) <= crate::batch::STDIO_GAP;
+    let hit = if run {
+        (t.stdio_sig.get(), t.stdio_stream.get())
+    } else {
+        // SAFETY: forwarded caller contract.
+        match unsafe { capture_described(t, rec) } {
+            Some(c) => c,
+            None => return,
+        }
+    };
+    t.stdio_file.set(info.id);
+    t.stdio_end.set(offset + n);
+    t.stdio_sig.set(hit.0);
+    t.stdio_stream.set(hit.1);
+    let b = Before {
+        hit: Some(hit),
+        ..Before::new()
+    };
+    // SAFETY: forwarded caller contract.
+    unsafe { finish_write(t, fd, info, offset, n, WriteCall::Fwrite, rec, &b) };
+}
+
+/// glibc's `struct _IO_FILE` (`bits/types/struct_FILE.h`, a stable ABI):
+/// `_IO_write_base`, `_IO_write_ptr`, `_IO_buf_base`, `_IO_buf_end`.
+const IO_WRITE_BASE: usize = 32;
+const IO_WRITE_PTR: usize = 40;
+const IO_BUF_BASE: usize = 56;
+const IO_BUF_END: usize = 64;
+
+/// `(_IO_write_base, _IO_write_ptr)` of a stream in write mode with a
+/// buffer of at least 4 × `STDIO_GAP` bytes (so `putc` cannot flush it
+/// within the gap a run may skip); `None` otherwise.
+fn glibc_buffer(f: *mut FILE) -> Option<(usize, usize)> {
+    let p = f as usize;
+    // SAFETY: `f` is a FILE the real stdio call just used: glibc's
+    // `struct _IO_FILE`, whose first 72 bytes hold these pointers. They
+    // are only read (the application may write them concurrently, under
+    // the stream's lock: a torn value only makes the check below fail or
+    // misplace this shim's event, never the application's data).
+    let [base, ptr, bbase, bend] = [IO_WRITE_BASE, IO_WRITE_PTR, IO_BUF_BASE, IO_BUF_END]
+        .map(|o| unsafe { ((p + o) as *const usize).read_volatile() });
+    let ok = bbase != 0
+        && bend >= bbase + 4 * crate::batch::STDIO_GAP as usize
+        && bbase <= base
+        && base <= ptr
+        && ptr <= bend;
+    ok.then_some((base, ptr))
+}
+
+/// The offset of a stdio call of `n` bytes on `f` that left the write
+/// pointer at `ptr`, when this thread's last stdio call was on `f` and the
+/// buffer was not flushed since: the bytes between that call's end and
+/// this call's start (what `putc` added unseen) are at most `STDIO_GAP`,
+/// the buffer is the same and holds them all. A flush resets the pointer
+/// to the buffer's start, so one inside this call or within the gap (the
+/// buffer is at least 4 gaps long) leaves `ptr - n` below the last
+/// pointer. What `ftello` would return then, without its `lseek`.
+fn continued_offset(t: &Thread, f: *mut FILE, (base, ptr): (usize, usize), n: u64) -> Option<u64> {
+    if t.stdio_fp.get() != f as usize || t.stdio_base.get() != base || t.stdio_sig.get() == 0 {
+        return None;
+    }
+    let start = ptr.checked_sub(n as usize)?;
+    let gap = start.checked_sub(t.stdio_ptr.get())?;
+    (gap as u64 <= crate::batch::STDIO_GAP).then(|| t.stdio_end.get() + gap as u64)
 }
 
 /// Identity, type, link count and size of a path (before a destructive call).
