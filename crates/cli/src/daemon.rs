@@ -289,7 +289,46 @@ pub(crate) fn status_json(r: &wire::StatusReply) -> serde_json::Value {
         "learners": r.learners, "streams": r.streams, "mapping_generation": r.mapping_generation,
         "last_recluster_s_ago": r.last_recluster_s, "live_chunks": r.live_chunks,
         "live_chunks_cap": r.live_chunks_cap, "rss_bytes": r.rss_bytes, "clock_pages": r.clock_pages,
+        "devices": r.devices.iter().map(|d| serde_json::json!({
+            "dev": d.dev, "node": d.node, "path": d.path, "domain": d.domain,
+            "classes": d.classes, "device_streams": d.device_streams,
+            "erase_unit_bytes": d.erase_unit_bytes, "disks": d.disks, "why": d.why,
+            "configured": d.configured, "hints_lost": d.hints_lost,
+        })).collect::<Vec<_>>(),
+        "warnings": r.warnings,
     })
+}
+
+/// Where the writes seen so far go: one line per device, then the warnings.
+fn devices_text(r: &wire::StatusReply) -> String {
+    let mut s = String::new();
+    if !r.devices.is_empty() {
+        s.push_str(
+            "devices (where learnt placement goes)
+",
+        );
+        for d in &r.devices {
+            s.push_str(&format!(
+                "  {:<9} {:<5} {:<6} {:<13} {} class(es){}  {}{}\n",
+                d.dev,
+                if d.node { "node" } else { "files" },
+                d.path,
+                d.domain,
+                d.classes,
+                if d.device_streams > 0 {
+                    format!(", {} write streams", d.device_streams)
+                } else {
+                    String::new()
+                },
+                d.why,
+                if d.configured { " (configured)" } else { "" }
+            ));
+        }
+    }
+    for w in &r.warnings {
+        s.push_str(&format!("warning: {w}\n"));
+    }
+    s
 }
 
 fn status_text(r: &wire::StatusReply) -> String {
@@ -329,7 +368,7 @@ fn status_text(r: &wire::StatusReply) -> String {
         r.rss_bytes as f64 / 1048576.0,
         r.clock_pages,
         r.clock_pages as f64 / 256.0,
-    )
+    ) + &devices_text(r)
 }
 
 /// Splits "path+0xoffset".
@@ -359,6 +398,7 @@ pub(crate) fn context_json(
     let life = |v: f64| (v.is_finite()).then(|| 2f64.powf(v) * 4096.0);
     serde_json::json!({
         "signature": format!("{:016x}", x.signature), "uid": x.uid, "stream": x.stream,
+        "domain": if x.domain.is_empty() { "hints" } else { x.domain.as_str() },
         "bytes_written": x.bytes_written, "deaths": x.lifetime_samples, "dead_pages": x.dead_pages,
         "lifetime_estimate_bytes": life(x.estimate_log2_lifetime_pages),
         "lifetime_mean_bytes": (x.lifetime_samples > 0).then(|| 2f64.powf(x.mean_log2_lifetime_pages) * 4096.0),
@@ -379,8 +419,15 @@ pub(crate) fn human_bytes(b: f64) -> String {
 
 fn contexts_text(rows: &[serde_json::Value]) -> String {
     let mut s = format!(
-        "{:<16} {:>6} {:>6} {:>11} {:>7} {:>13}  {}\n",
-        "SIGNATURE", "UID", "STREAM", "WRITTEN", "DEATHS", "LIFETIME", "PROGRAMS / CALL PATH"
+        "{:<16} {:>6} {:<11} {:>6} {:>11} {:>7} {:>13}  {}\n",
+        "SIGNATURE",
+        "UID",
+        "DOMAIN",
+        "STREAM",
+        "WRITTEN",
+        "DEATHS",
+        "LIFETIME",
+        "PROGRAMS / CALL PATH"
     );
     for r in rows {
         let life = r["lifetime_estimate_bytes"]
@@ -397,9 +444,10 @@ fn contexts_text(rows: &[serde_json::Value]) -> String {
             .map(|a| a.iter().filter_map(|p| p.as_str()).collect())
             .unwrap_or_default();
         s.push_str(&format!(
-            "{:<16} {:>6} {:>6} {:>11} {:>7} {:>13}  {}\n",
+            "{:<16} {:>6} {:<11} {:>6} {:>11} {:>7} {:>13}  {}\n",
             r["signature"].as_str().unwrap_or(""),
             uid,
+            r["domain"].as_str().unwrap_or("hints"),
             r["stream"],
             human_bytes(r["bytes_written"].as_f64().unwrap_or(0.0)),
             r["deaths"],
@@ -420,6 +468,8 @@ fn streams_json(r: &wire::StreamsReply) -> serde_json::Value {
         .map(|x| {
             serde_json::json!({
                 "uid": x.uid, "stream": x.stream, "hint": x.hint, "signatures": x.signatures,
+                "domain": if x.domain.is_empty() { "hints" } else { x.domain.as_str() },
+                "devices": x.devices,
                 "bytes_written": x.bytes_written,
                 "centroid_lifetime_bytes": x.centroid_log2_lifetime_pages.is_finite()
                     .then(|| 2f64.powf(x.centroid_log2_lifetime_pages) * 4096.0),
@@ -432,10 +482,25 @@ fn streams_json(r: &wire::StreamsReply) -> serde_json::Value {
 fn streams_text(r: &wire::StreamsReply) -> String {
     let mut s = format!("mapping generation {}\n", r.mapping_generation);
     s.push_str(&format!(
-        "{:>6} {:>6} {:>5} {:>10} {:>11} {:>16}\n",
-        "UID", "STREAM", "HINT", "SIGNATURES", "WRITTEN", "CENTROID LIFE"
+        "{:>6} {:<11} {:>6} {:>5} {:>10} {:>11} {:>16}\n",
+        "UID", "DOMAIN", "STREAM", "HINT", "SIGNATURES", "WRITTEN", "CENTROID LIFE"
     ));
+    let mut last: Option<(u32, &str)> = None;
     for x in &r.streams {
+        let domain = if x.domain.is_empty() {
+            "hints"
+        } else {
+            x.domain.as_str()
+        };
+        if last != Some((x.uid, domain)) {
+            last = Some((x.uid, domain));
+            let arrive = if x.devices.is_empty() {
+                "no device seen yet".to_string()
+            } else {
+                x.devices.join("; ")
+            };
+            s.push_str(&format!("  {domain} domain: arrives at {arrive}\n"));
+        }
         let uid = if x.uid == u32::MAX {
             "all".into()
         } else {
@@ -450,8 +515,9 @@ fn streams_text(r: &wire::StreamsReply) -> String {
             "-".into()
         };
         s.push_str(&format!(
-            "{:>6} {:>6} {:>5} {:>10} {:>11} {:>16}\n",
+            "{:>6} {:<11} {:>6} {:>5} {:>10} {:>11} {:>16}\n",
             uid,
+            domain,
             x.stream,
             x.hint,
             x.signatures,

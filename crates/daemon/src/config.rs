@@ -55,6 +55,34 @@ pub struct Config {
     pub grpc_tcp: String,
     /// Mapper settings of the pcstream policy (docs/placement.md).
     pub mapper: MapperSection,
+    /// `[[device]]` sections: delivery paths set by hand instead of
+    /// discovered (`domains.rs`).
+    #[serde(rename = "device", skip_serializing_if = "Vec::is_empty")]
+    pub devices: Vec<DeviceSection>,
+}
+
+/// One `[[device]]` section: overrides what the daemon discovers about a
+/// device. Named by `dev` ("MAJ:MIN") or `path` (a block device node: its
+/// device number; any other path: the device of the file system holding
+/// it), one of the two.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DeviceSection {
+    /// "MAJ:MIN".
+    #[serde(default)]
+    pub dev: String,
+    /// A device node, or a path on the file system to override.
+    #[serde(default)]
+    pub path: String,
+    /// Delivery path: "f2fs", "raw", "file-stream", "scsi" or "none".
+    pub kind: String,
+    /// Write streams of the device (for "raw": the streams to use, ≤ 5
+    /// reach it through hints).
+    #[serde(default)]
+    pub streams: u32,
+    /// Erase unit (FDP reclaim unit), bytes; 0 = as discovered.
+    #[serde(default)]
+    pub erase_unit_bytes: u64,
 }
 
 /// The mapper keys the daemon exposes (the rest keep the policy's defaults).
@@ -97,6 +125,7 @@ impl Default for Config {
             event_queue_datagrams: 1024,
             grpc_tcp: String::new(),
             mapper: MapperSection::default(),
+            devices: Vec::new(),
         }
     }
 }
@@ -229,6 +258,32 @@ impl Config {
                 "intervals must be at least 1 page",
             ));
         }
+        for d in &self.devices {
+            if pcstream_placement::delivery::PathKind::parse(&d.kind).is_none() {
+                return Err(bad(
+                    "device.kind",
+                    d.kind.clone(),
+                    "must be one of f2fs, raw, file-stream, scsi, none",
+                ));
+            }
+            if d.dev.is_empty() == d.path.is_empty() {
+                return Err(bad(
+                    "device",
+                    format!("dev = {:?}, path = {:?}", d.dev, d.path),
+                    "name the device by exactly one of dev (\"MAJ:MIN\") and path",
+                ));
+            }
+            if !d.dev.is_empty() && pcstream_placement::delivery::parse_dev(&d.dev).is_none() {
+                return Err(bad("device.dev", d.dev.clone(), "must be \"MAJ:MIN\""));
+            }
+            if d.kind == "raw" && d.streams == 0 {
+                return Err(bad(
+                    "device.streams",
+                    "0".into(),
+                    "a raw device needs its write stream count (1 or more)",
+                ));
+            }
+        }
         if !self.grpc_tcp.is_empty() && self.grpc_tcp.parse::<std::net::SocketAddr>().is_err() {
             return Err(bad(
                 "grpc_tcp",
@@ -324,6 +379,32 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("chunk_kib = 6"), "{e}");
+        let e = Config::parse("[[device]]\ndev = \"259:1\"\nkind = \"ext5\"\n", "f.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("device.kind = ext5"), "{e}");
+        let e = Config::parse("[[device]]\nkind = \"f2fs\"\n", "f.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("exactly one of dev"), "{e}");
+        let e = Config::parse("[[device]]\ndev = \"259\"\nkind = \"f2fs\"\n", "f.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("device.dev = 259"), "{e}");
+        let e = Config::parse("[[device]]\npath = \"/dev/x\"\nkind = \"raw\"\n", "f.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("device.streams"), "{e}");
+        let c = Config::parse(
+            "[[device]]\npath = \"/dev/nvme0n1\"\nkind = \"raw\"\nstreams = 8\n\n[[device]]\ndev = \"259:1\"\nkind = \"f2fs\"\nerase_unit_bytes = 1048576\n",
+            "f",
+        )
+        .unwrap();
+        assert_eq!(c.devices.len(), 2);
+        assert_eq!(
+            (c.devices[0].streams, c.devices[1].erase_unit_bytes),
+            (8, 1 << 20)
+        );
         let c = Config::parse("streams = 9\nerase_unit_bytes = 1572864\n", "f").unwrap();
         let o = c.online();
         assert_eq!(o.streams, 9);

@@ -77,6 +77,9 @@ fn reload(shared: &Shared, path: Option<&Path>, overrides: &(Option<PathBuf>, Op
     {
         let mut inner = shared.inner.lock().unwrap_or_else(|e| e.into_inner());
         inner.quota.set_limit(cfg.max_signatures_per_user);
+        if cfg.devices != cur.devices {
+            inner.classifier = crate::domains::Classifier::new(&cfg);
+        }
     }
     tracing::info!("SIGHUP: configuration reloaded");
     *cur = cfg;

@@ -284,7 +284,10 @@ fn ingest_one(item: Received<'_>, shared: &Shared) {
                     "per-uid signature bound reached"
                 );
             }
-            inner.engine.ingest(uid, pid, &b);
+            let crate::state::Inner {
+                engine, classifier, ..
+            } = inner;
+            engine.ingest_in(uid, pid, &b, &mut |f| classifier.spec(f));
             shared.after_change(inner);
         }
         Err(e) => {

@@ -1,7 +1,8 @@
 //! pcstreamd, the online loop of pcstream: shims send their events to
 //! `events.sock` ([`ingest`]); the engine (`pcstream_placement::online`, the
 //! same `pcstream` policy `compare` runs) learns each program context's
-//! lifetime per uid; the mapping is published as a shared-memory table the
+//! lifetime per uid and learning domain (where the file's device takes
+//! placement from, [`domains`]); the mapping is published as a shared-memory table the
 //! shims read lock-free ([`publish`]); the learned table is saved and
 //! reloaded ([`persist`]); `pcstreamctl` talks gRPC on `ctl.sock` ([`rpc`]).
 //! [`daemon::run`] ties them together with signals and sd_notify
@@ -12,6 +13,7 @@
 
 pub mod config;
 pub mod daemon;
+pub mod domains;
 pub mod ingest;
 pub mod notify;
 pub mod persist;

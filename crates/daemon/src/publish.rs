@@ -1,6 +1,9 @@
 //! Publishes the engine's mapping into the runtime directory: one table
-//! file per learner, `mapping.<uid>` (or `mapping.all` when users share a
-//! learner), in the layout of `pcstream_placement::table`, mode 0644 (clients
+//! file per uid, `mapping.<uid>` (or `mapping.all` when users share a
+//! learner), holding every learning domain of that uid: the `hints`
+//! domain's signatures as themselves, another domain's under
+//! `delivery::table_key` (a shim looks a write up under its file's domain's
+//! key), in the layout of `pcstream_placement::table`, mode 0644 (clients
 //! map it read-only). Changes are written in place into the shared mapping
 //! (atomic slot stores, then the generation bump); when a table must grow, a
 //! new file is written beside it and renamed over the name, and the old one
@@ -8,6 +11,7 @@
 //! a previous daemon is flagged replaced the same way.
 
 use memmap2::MmapMut;
+use pcstream_placement::delivery::{device_key, table_key};
 use pcstream_placement::online::{Mapping, SHARED};
 use pcstream_placement::table::{self, TableWriter};
 use std::collections::{BTreeMap, BTreeSet};
@@ -130,13 +134,22 @@ impl Publisher {
         self.dir.join(table_name(key))
     }
 
-    /// Writes `mapping` (all learners) into the tables; returns how many
-    /// signatures changed.
-    pub fn publish(&mut self, mapping: &Mapping) -> anyhow::Result<usize> {
+    /// Writes `mapping` (all learners) and the device entries `devices`
+    /// ((device, class), `delivery::device_key`; in every uid's table) into
+    /// the tables; returns how many entries changed.
+    pub fn publish(&mut self, mapping: &Mapping, devices: &[(u64, u32)]) -> anyhow::Result<usize> {
         self.generation += 1;
         let mut by_key: BTreeMap<u32, BTreeMap<u64, (u32, u8)>> = BTreeMap::new();
         for &(k, sig, s, h) in mapping {
-            by_key.entry(k).or_default().insert(sig, (s, h));
+            by_key
+                .entry(k.uid)
+                .or_default()
+                .insert(table_key(sig, k.domain), (s, h));
+        }
+        for t in by_key.values_mut() {
+            for &(dev, class) in devices {
+                t.insert(device_key(dev), (class, 0));
+            }
         }
         let mut changed = 0;
         for (key, want) in by_key {

@@ -58,7 +58,7 @@ impl Quota {
             self.described.clear();
         }
         let shared = engine.config().share_between_users;
-        let learner = engine.learners().get(&engine.key_of(uid));
+        let learners: Vec<_> = engine.learners_of(uid).map(|(_, l)| l).collect();
         let mut fresh: HashSet<u64> = HashSet::new();
         let mut over = 0;
         let limit = self.per_user;
@@ -66,7 +66,7 @@ impl Quota {
             if shared {
                 q.introduced.get(&uid).copied().unwrap_or(0)
             } else {
-                learner.map_or(0, |l| l.lifetimes().sig_count())
+                learners.iter().map(|l| l.lifetimes().sig_count()).sum()
             }
         };
         let mut used = own(self);
@@ -74,7 +74,7 @@ impl Quota {
             Some(Kind::Write(w)) if w.signature != 0 => {
                 let sig = w.signature;
                 let known = fresh.contains(&sig)
-                    || learner.is_some_and(|l| l.lifetimes().sig(sig).is_some());
+                    || learners.iter().any(|l| l.lifetimes().sig(sig).is_some());
                 if !known {
                     if used >= limit {
                         w.signature = 0;

@@ -11,7 +11,8 @@
 //! client sends stops the server.
 
 use crate::state::Shared;
-use pcstream_placement::online::{Engine, EngineState, SHARED};
+use pcstream_placement::delivery::{self, Domain};
+use pcstream_placement::online::{EngineState, LearnerKey, SHARED};
 use pcstream_placement::wire::{self};
 use std::collections::BTreeMap;
 use std::pin::Pin;
@@ -110,7 +111,7 @@ pub fn rss_bytes() -> u64 {
         .map_or(0, |p| p * 4096)
 }
 
-fn frame_text(e: &Engine, module: u64, offset: u64) -> String {
+fn frame_text(e: &pcstream_placement::online::Engine, module: u64, offset: u64) -> String {
     match e.module(module) {
         Some(m) => format!("{}+{offset:#x}", m.path),
         None => format!("{module:016x}+{offset:#x}"),
@@ -121,12 +122,13 @@ type WatchStream =
     Pin<Box<dyn tokio_stream::Stream<Item = Result<wire::MappingUpdate, Status>> + Send>>;
 
 fn updates(inner: &crate::state::Inner) -> Vec<wire::MappingUpdate> {
-    let mut by: BTreeMap<u32, wire::MappingUpdate> = BTreeMap::new();
+    let mut by: BTreeMap<LearnerKey, wire::MappingUpdate> = BTreeMap::new();
     let g = inner.publisher.generation();
     for (k, sig, s, _) in inner.mapping() {
         let u = by.entry(k).or_insert_with(|| wire::MappingUpdate {
             generation: g,
-            uid: k,
+            uid: k.uid,
+            domain: k.domain.name(),
             ..Default::default()
         });
         u.signature_to_stream.insert(sig, s);
@@ -178,6 +180,25 @@ impl proto::pc_stream_server::PcStream for Service {
             rejected_requests: self.shared.counters.rejected.load(Ordering::Relaxed),
             over_quota_events: inner.quota.over,
             event_queue_datagrams: self.shared.event_queue,
+            devices: inner
+                .classifier
+                .seen()
+                .into_iter()
+                .map(|s| wire::DeviceStatus {
+                    dev: delivery::dev_name(s.dev),
+                    node: s.node,
+                    path: s.delivery.kind.name().into(),
+                    domain: s.spec.domain.name(),
+                    classes: s.delivery.classes,
+                    device_streams: s.delivery.device_streams,
+                    erase_unit_bytes: s.delivery.erase_unit_bytes,
+                    disks: s.delivery.disks.clone(),
+                    why: s.delivery.why.clone(),
+                    configured: s.configured,
+                    hints_lost: s.delivery.hints_lost(),
+                })
+                .collect(),
+            warnings: inner.classifier.warnings(),
         }))
     }
 
@@ -201,7 +222,8 @@ impl proto::pc_stream_server::PcStream for Service {
                     frames: info
                         .map(|i| i.frames.iter().map(|&(m, o)| frame_text(e, m, o)).collect())
                         .unwrap_or_default(),
-                    uid: key,
+                    uid: key.uid,
+                    domain: key.domain.name(),
                     programs: info
                         .map(|i| i.programs.iter().cloned().collect())
                         .unwrap_or_default(),
@@ -228,12 +250,13 @@ impl proto::pc_stream_server::PcStream for Service {
     ) -> Result<Response<wire::StreamsReply>, Status> {
         let inner = self.lock();
         let e = &inner.engine;
-        let n = e.config().streams;
         let mut out = Vec::new();
         for (&key, l) in e.learners() {
+            let n = e.learner_streams(key.domain);
+            let devices = inner.classifier.devices_of(key.domain);
             let mut rows: Vec<wire::StreamInfo> = (0..n)
                 .map(|s| wire::StreamInfo {
-                    stream: s,
+                    stream: key.domain.publish(s).0,
                     centroid_log2_lifetime_pages: if s == 0 {
                         f64::NAN
                     } else {
@@ -243,13 +266,22 @@ impl proto::pc_stream_server::PcStream for Service {
                             .copied()
                             .unwrap_or(f64::NAN)
                     },
-                    uid: key,
-                    hint: u32::from(Engine::hint_of(s)),
+                    uid: key.uid,
+                    hint: u32::from(key.domain.publish(s).1),
+                    domain: key.domain.name(),
+                    devices: devices.clone(),
                     ..Default::default()
                 })
                 .collect();
             for (sig, st) in l.lifetimes().sigs_sorted() {
-                let s = inner.stream(key, sig).min(n - 1) as usize;
+                // Rows are the learner's own stream ids; pins (hints domain
+                // only) are published ids, which there are the same.
+                let s = if key.domain == Domain::Hints {
+                    inner.stream(key, sig)
+                } else {
+                    l.mapper().stream(sig)
+                };
+                let s = s.min(n - 1) as usize;
                 rows[s].signatures += 1;
                 rows[s].bytes_written += st.written_pages * 4096;
             }

@@ -4,7 +4,8 @@
 
 use crate::config::Config;
 use crate::publish::Publisher;
-use pcstream_placement::online::{Engine, EngineState, Mapping};
+use pcstream_placement::delivery::Domain;
+use pcstream_placement::online::{Engine, EngineState, LearnerKey, Mapping};
 use std::collections::{BTreeMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
@@ -18,8 +19,11 @@ const MAX_CLIENTS: usize = 65536;
 pub struct Inner {
     /// The learning engine.
     pub engine: Engine,
-    /// Streams pinned by SetStreams: (learner key, signature) → stream.
+    /// Streams pinned by SetStreams: (learner key, signature) → stream
+    /// (in the learner's `hints` domain).
     pub pins: BTreeMap<(u32, u64), u32>,
+    /// The learning domain of each device's writes.
+    pub classifier: crate::domains::Classifier,
     /// The table files.
     pub publisher: Publisher,
     /// Engine generation last published.
@@ -79,6 +83,7 @@ impl Inner {
         Inner {
             engine,
             pins: BTreeMap::new(),
+            classifier: crate::domains::Classifier::new(cfg),
             publisher: Publisher::new(&cfg.runtime_dir, cfg.streams),
             published_generation: u64::MAX,
             pins_dirty: false,
@@ -95,12 +100,13 @@ impl Inner {
         if self.pins.is_empty() {
             return m;
         }
-        let mut idx: BTreeMap<(u32, u64), usize> = BTreeMap::new();
+        let mut idx: BTreeMap<(LearnerKey, u64), usize> = BTreeMap::new();
         for (i, e) in m.iter().enumerate() {
             idx.insert((e.0, e.1), i);
         }
         for (&(k, sig), &s) in &self.pins {
             let h = Engine::hint_of(s);
+            let k = LearnerKey::hints(k);
             match idx.get(&(k, sig)) {
                 Some(&i) => m[i] = (k, sig, s, h),
                 None => m.push((k, sig, s, h)),
@@ -109,14 +115,12 @@ impl Inner {
         m
     }
 
-    /// Stream of a signature in learner `key`, pins applied.
-    pub fn stream(&self, key: u32, sig: u64) -> u32 {
-        self.pins.get(&(key, sig)).copied().unwrap_or_else(|| {
-            self.engine
-                .learners()
-                .get(&key)
-                .map_or(0, |l| l.mapper().stream(sig))
-        })
+    /// Stream of a signature in learner `key` as published, pins applied.
+    pub fn stream(&self, key: LearnerKey, sig: u64) -> u32 {
+        let pinned = (key.domain == Domain::Hints)
+            .then(|| self.pins.get(&(key.uid, sig)).copied())
+            .flatten();
+        pinned.unwrap_or_else(|| self.engine.stream_in(key, sig))
     }
 
     /// Notes a client pid.
@@ -134,7 +138,10 @@ impl Inner {
             return false;
         }
         let m = self.mapping();
-        match self.publisher.publish(&m) {
+        match self
+            .publisher
+            .publish(&m, &self.classifier.device_entries())
+        {
             Ok(changed) => {
                 if g != self.published_generation {
                     self.last_recluster = Some(Instant::now());

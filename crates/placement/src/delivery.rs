@@ -58,6 +58,24 @@ pub const F2FS_STREAMS: [u32; 3] = [1, 2, 4];
 pub const F2FS_SALT: u64 = 0x6632_6673_2d64_6f6d; // "f2fs-dom"
 /// Salt mixed with a device number for a `raw` domain's table keys.
 pub const RAW_SALT: u64 = 0x7261_772d_6465_7673; // "raw-devs"
+/// Salt of the table keys of device entries ([`device_key`]).
+pub const DEVICE_SALT: u64 = 0x6465_762d_636c_6173; // "dev-clas"
+
+/// Device entry class: files on the device are in the `hints` domain.
+pub const DEVICE_CLASS_HINTS: u32 = 1;
+/// Device entry class: files on the device are in the `f2fs` domain.
+pub const DEVICE_CLASS_F2FS: u32 = 2;
+
+/// The table key of a *device entry*: the daemon publishes, for each
+/// device a `[[device]]` section names, the class of its files
+/// ([`DEVICE_CLASS_HINTS`], [`DEVICE_CLASS_F2FS`]) as the entry's stream,
+/// so a shim keys that device's writes as the daemon learns them even
+/// when `fstatfs` would say otherwise. A shim without such an entry
+/// classifies by `fstatfs`.
+#[inline]
+pub const fn device_key(dev: u64) -> u64 {
+    mix64(dev ^ DEVICE_SALT) | 1
+}
 
 /// The table key of `sig` in a domain of salt `salt` (0: the `hints`
 /// domain, whose key is the signature). Never 0 for a signature ≠ 0.

@@ -11,7 +11,14 @@
 //!
 //! Learners: one per uid, or a single shared one
 //! ([`OnlineConfig::share_between_users`]); events of one uid never touch
-//! another uid's learner. The engine also keeps what tools show about a
+//! another uid's learner. Each of those is further split by learning
+//! domain ([`crate::delivery::Domain`], a [`LearnerKey`]): the caller of
+//! [`Engine::ingest_in`] says which domain each event's file is in (the
+//! daemon from the file's device, found once per device); writes to F2FS
+//! files are clustered into F2FS's three temperatures, writes to a raw
+//! block device with N write streams into min(N, 5), everything else into
+//! the four `F_SET_RW_HINT` classes. [`Engine::ingest`] puts every event in
+//! the default `hints` domain (what the offline replay compares with). The engine also keeps what tools show about a
 //! signature (its frames, the programs that used it), bounded by
 //! [`OnlineConfig::max_signatures`].
 //!
@@ -19,6 +26,7 @@
 //! [`Engine::ingest`] with the sender's kernel-verified uid and pid, and
 //! publishes [`Engine::mapping`] when [`Engine::generation`] moves.
 
+use crate::delivery::Domain;
 use crate::hint::RwHint;
 use crate::lifetime::SigStats;
 use crate::pcstream::{PcStream, PcStreamConfig};
@@ -93,11 +101,63 @@ pub struct ModuleDesc {
     pub build_id: String,
 }
 
+/// Which learner an event goes to: its sender's uid (or [`SHARED`]) and
+/// the learning domain of its file. Ordered by uid, then domain (`hints`
+/// first).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct LearnerKey {
+    /// uid, or [`SHARED`].
+    pub uid: u32,
+    /// Learning domain.
+    pub domain: Domain,
+}
+
+impl LearnerKey {
+    /// The `hints`-domain learner of `uid`.
+    pub const fn hints(uid: u32) -> LearnerKey {
+        LearnerKey {
+            uid,
+            domain: Domain::Hints,
+        }
+    }
+}
+
+/// What the caller knows about a domain's device: its write streams (a
+/// `raw` domain clusters into min(that, 5)) and its erase unit (the
+/// mapper's resolution floor, the larger of this and the configured one).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct DomainSpec {
+    /// The domain.
+    pub domain: Domain,
+    /// Write streams of the device behind it (0: unknown / none).
+    pub device_streams: u32,
+    /// Erase unit (FDP reclaim unit) in pages (0: unknown).
+    pub erase_unit_pages: u64,
+}
+
+impl DomainSpec {
+    /// The default domain: four hint classes, no device facts.
+    pub const HINTS: DomainSpec = DomainSpec {
+        domain: Domain::Hints,
+        device_streams: 0,
+        erase_unit_pages: 0,
+    };
+}
+
 /// One learner's persisted table.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct LearnerState {
     /// uid, or [`SHARED`].
     pub key: u32,
+    /// Learning domain (absent in states saved before domains: `hints`).
+    #[serde(default)]
+    pub domain: Domain,
+    /// The domain's device write streams ([`DomainSpec::device_streams`]).
+    #[serde(default)]
+    pub device_streams: u32,
+    /// The domain's erase unit in pages ([`DomainSpec::erase_unit_pages`]).
+    #[serde(default)]
+    pub erase_unit_pages: u64,
     /// Signature statistics, sorted by signature.
     pub sigs: Vec<(u64, SigStats)>,
 }
@@ -120,15 +180,20 @@ pub struct EngineState {
 /// Version of [`EngineState`].
 pub const STATE_VERSION: u32 = 1;
 
-/// Signature → (learner key, stream, hint), the published mapping.
-pub type Mapping = Vec<(u32, u64, StreamId, u8)>;
+/// (learner, signature, stream, hint), the published mapping: the stream
+/// and hint as the learner's domain publishes them
+/// ([`Domain::publish`]); a table keys the entry by
+/// [`crate::delivery::table_key`].
+pub type Mapping = Vec<(LearnerKey, u64, StreamId, u8)>;
 
 /// The online engine. See the module docs.
 #[derive(Debug)]
 pub struct Engine {
     cfg: OnlineConfig,
     clock: u64,
-    learners: BTreeMap<u32, PcStream>,
+    learners: BTreeMap<LearnerKey, PcStream>,
+    /// The spec each domain's learners were made with.
+    domains: BTreeMap<Domain, DomainSpec>,
     counters: EngineCounters,
     sigs: HashMap<u64, SigInfo>,
     modules: HashMap<u64, ModuleDesc>,
@@ -175,6 +240,7 @@ impl Engine {
             cfg,
             clock: 0,
             learners: BTreeMap::new(),
+            domains: BTreeMap::new(),
             counters: EngineCounters::default(),
             sigs: HashMap::new(),
             modules: HashMap::new(),
@@ -206,16 +272,43 @@ impl Engine {
         }
     }
 
-    fn learner(&mut self, key: u32) -> &mut PcStream {
-        let (streams, pcfg) = (self.cfg.streams, &self.cfg.policy);
-        self.learners
-            .entry(key)
-            .or_insert_with(|| PcStream::new(streams, pcfg.clone()))
+    fn learner(&mut self, key: LearnerKey, spec: DomainSpec) -> &mut PcStream {
+        let spec = *self.domains.entry(key.domain).or_insert(DomainSpec {
+            domain: key.domain,
+            ..spec
+        });
+        let streams = self.learner_streams(key.domain);
+        let pcfg = &self.cfg.policy;
+        self.learners.entry(key).or_insert_with(|| {
+            let mut c = pcfg.clone();
+            c.mapper.erase_unit_pages = c.mapper.erase_unit_pages.max(spec.erase_unit_pages);
+            PcStream::new(streams, c)
+        })
+    }
+
+    /// Stream ids (0 included) a learner of `domain` clusters into: the
+    /// configured `streams` for `hints`, the domain's own count otherwise.
+    pub fn learner_streams(&self, domain: Domain) -> u32 {
+        match domain {
+            Domain::Hints => self.cfg.streams,
+            d => d.learner_streams(self.domains.get(&d).map_or(0, |s| s.device_streams)),
+        }
+    }
+
+    /// The spec a domain's learners were made with (`None`: not seen yet).
+    pub fn domain_spec(&self, domain: Domain) -> Option<DomainSpec> {
+        self.domains.get(&domain).copied()
     }
 
     /// The learners, by key.
-    pub fn learners(&self) -> &BTreeMap<u32, PcStream> {
+    pub fn learners(&self) -> &BTreeMap<LearnerKey, PcStream> {
         &self.learners
+    }
+
+    /// The learners of events from `uid` (every domain).
+    pub fn learners_of(&self, uid: u32) -> impl Iterator<Item = (&LearnerKey, &PcStream)> {
+        let k = self.key_of(uid);
+        self.learners.iter().filter(move |(l, _)| l.uid == k)
     }
 
     /// Sum of the learners' mapping generations: moves whenever a mapping changed.
@@ -226,18 +319,52 @@ impl Engine {
             .sum()
     }
 
-    /// Ingests one batch sent by process `pid` of user `uid`.
+    /// Ingests one batch sent by process `pid` of user `uid`, every event
+    /// in the `hints` domain.
     pub fn ingest(&mut self, uid: u32, pid: u32, batch: &wire::EventBatch) {
+        self.ingest_in(uid, pid, batch, &mut |_| DomainSpec::HINTS);
+    }
+
+    /// Ingests one batch, each write and invalidation in the domain
+    /// `domain_of` gives for its file.
+    pub fn ingest_in(
+        &mut self,
+        uid: u32,
+        pid: u32,
+        batch: &wire::EventBatch,
+        domain_of: &mut dyn FnMut(&wire::FileId) -> DomainSpec,
+    ) {
         self.counters.batches += 1;
         for e in &batch.events {
-            self.apply(uid, pid, e);
+            self.apply_in(uid, pid, e, domain_of);
         }
     }
 
-    /// Applies one event of process `pid` of user `uid`.
+    /// Applies one event of process `pid` of user `uid` (`hints` domain).
     pub fn apply(&mut self, uid: u32, pid: u32, e: &wire::Event) {
+        self.apply_in(uid, pid, e, &mut |_| DomainSpec::HINTS);
+    }
+
+    /// Applies one event, its file in the domain `domain_of` gives.
+    pub fn apply_in(
+        &mut self,
+        uid: u32,
+        pid: u32,
+        e: &wire::Event,
+        domain_of: &mut dyn FnMut(&wire::FileId) -> DomainSpec,
+    ) {
         self.counters.events += 1;
-        let key = self.key_of(uid);
+        let uid_key = self.key_of(uid);
+        let mut key_for = |f: &Option<wire::FileId>| {
+            let spec = f.as_ref().map_or(DomainSpec::HINTS, &mut *domain_of);
+            (
+                LearnerKey {
+                    uid: uid_key,
+                    domain: spec.domain,
+                },
+                spec,
+            )
+        };
         match &e.kind {
             Some(Kind::Write(w)) => {
                 self.counters.writes += 1;
@@ -261,7 +388,8 @@ impl Engine {
                 let first = w.offset / PAGE;
                 let end = w.offset.saturating_add(w.len).div_ceil(PAGE);
                 let mut clock = self.clock;
-                let l = self.learner(key);
+                let (key, spec) = key_for(&w.file);
+                let l = self.learner(key, spec);
                 for p in first..end {
                     l.place(&WriteCtx {
                         time: clock,
@@ -280,7 +408,8 @@ impl Engine {
                 self.counters.invalidations += 1;
                 let (first, pages) = invalidated_pages(i);
                 let clock = self.clock;
-                self.learner(key)
+                let (key, spec) = key_for(&i.file);
+                self.learner(key, spec)
                     .invalidate_file(file_of(&i.file), first, pages, clock);
             }
             Some(Kind::Signature(s)) => {
@@ -331,11 +460,16 @@ impl Engine {
         }
     }
 
-    /// Stream of `sig` for events of `uid`.
+    /// Stream of `sig` for events of `uid` in the `hints` domain.
     pub fn stream(&self, uid: u32, sig: u64) -> StreamId {
+        self.stream_in(LearnerKey::hints(self.key_of(uid)), sig)
+    }
+
+    /// Stream of `sig` in learner `key`, as its domain publishes it.
+    pub fn stream_in(&self, key: LearnerKey, sig: u64) -> StreamId {
         self.learners
-            .get(&self.key_of(uid))
-            .map_or(0, |l| l.mapper().stream(sig))
+            .get(&key)
+            .map_or(0, |l| key.domain.publish(l.mapper().stream(sig)).0)
     }
 
     /// The hint a stream stands for (`RWH_WRITE_LIFE_*`).
@@ -343,12 +477,14 @@ impl Engine {
         RwHint::for_stream(stream).raw() as u8
     }
 
-    /// Every learner's signature → stream table, sorted by (key, signature).
+    /// Every learner's signature → (stream, hint) table as its domain
+    /// publishes it, sorted by (key, signature).
     pub fn mapping(&self) -> Mapping {
         let mut v = Vec::new();
         for (&k, l) in &self.learners {
             for (sig, s) in l.mapper().table() {
-                v.push((k, sig, s, Self::hint_of(s)));
+                let (p, h) = k.domain.publish(s);
+                v.push((k, sig, p, h));
             }
         }
         v
@@ -384,9 +520,19 @@ impl Engine {
             learners: self
                 .learners
                 .iter()
-                .map(|(&key, l)| LearnerState {
-                    key,
-                    sigs: l.export_sigs(),
+                .map(|(&key, l)| {
+                    let spec = self
+                        .domains
+                        .get(&key.domain)
+                        .copied()
+                        .unwrap_or(DomainSpec::HINTS);
+                    LearnerState {
+                        key: key.uid,
+                        domain: key.domain,
+                        device_streams: spec.device_streams,
+                        erase_unit_pages: spec.erase_unit_pages,
+                        sigs: l.export_sigs(),
+                    }
                 })
                 .collect(),
             signatures,
@@ -410,13 +556,22 @@ impl Engine {
         let mut n = 0;
         let now = self.clock;
         for ls in st.learners {
-            let key = if self.cfg.share_between_users {
+            let uid = if self.cfg.share_between_users {
                 SHARED
             } else {
                 ls.key
             };
             n += ls.sigs.len();
-            self.learner(key).import_sigs(ls.sigs, now);
+            let spec = DomainSpec {
+                domain: ls.domain,
+                device_streams: ls.device_streams,
+                erase_unit_pages: ls.erase_unit_pages,
+            };
+            let key = LearnerKey {
+                uid,
+                domain: ls.domain,
+            };
+            self.learner(key, spec).import_sigs(ls.sigs, now);
         }
         for (k, v) in st.signatures {
             if self.sigs.len() < self.cfg.max_signatures || self.sigs.contains_key(&k) {
@@ -583,6 +738,74 @@ mod tests {
         assert_eq!(s.learners().len(), 1);
         assert_eq!(s.stream(0, 3), s.stream(1000, 3));
         assert_eq!(s.stream(1000, 1), 1);
+    }
+
+    fn on_dev(mut e: wire::Event, dev: u64) -> wire::Event {
+        match &mut e.kind {
+            Some(Kind::Write(w)) => w.file.as_mut().unwrap().dev = dev,
+            Some(Kind::Invalidate(i)) => i.file.as_mut().unwrap().dev = dev,
+            _ => {}
+        }
+        e
+    }
+
+    /// The same two call paths write files on device 1 (the `hints`
+    /// domain) and device 2 (routed to `f2fs`): two learners, the f2fs
+    /// one publishing its classes as SHORT / MEDIUM / EXTREME streams
+    /// under salted keys, and the saved state brings both back.
+    #[test]
+    fn domains_learn_apart_and_publish_their_own_classes() {
+        use crate::delivery::{table_key, Domain};
+        let mut e = Engine::new(cfg(false));
+        let mut route = |f: &wire::FileId| {
+            if f.dev == 2 {
+                DomainSpec {
+                    domain: Domain::F2fs,
+                    device_streams: 8,
+                    erase_unit_pages: 16,
+                }
+            } else {
+                DomainSpec::HINTS
+            }
+        };
+        for round in 0..100u64 {
+            for dev in [1, 2] {
+                let ino = 100 + round;
+                e.apply_in(0, 1, &on_dev(write(ino, 0, 8, 1), dev), &mut route);
+                e.apply_in(0, 1, &on_dev(unlink(ino), dev), &mut route);
+                e.apply_in(0, 1, &on_dev(write(7, round % 2, 1, 2), dev), &mut route);
+            }
+        }
+        assert_eq!(e.learners().len(), 2);
+        let f2 = LearnerKey {
+            uid: 0,
+            domain: Domain::F2fs,
+        };
+        assert_eq!(e.learner_streams(Domain::F2fs), 4);
+        assert_eq!(e.learner_streams(Domain::Hints), 3);
+        assert_eq!((e.stream(0, 1), e.stream(0, 2)), (1, 2));
+        // Short → SHORT (stream 1), long → the longest class published.
+        let (s1, s2) = (e.stream_in(f2, 1), e.stream_in(f2, 2));
+        assert_eq!(s1, 1);
+        assert!(s2 == 2 || s2 == 4, "{s2}");
+        let m = e.mapping();
+        let f2m: Vec<_> = m.iter().filter(|x| x.0 == f2).collect();
+        assert_eq!(f2m.len(), 2);
+        for &&(_, sig, s, h) in &f2m {
+            assert_eq!(h, RwHint::for_stream(s).raw() as u8, "sig {sig}");
+            assert_ne!(table_key(sig, Domain::F2fs), sig);
+        }
+        assert_eq!(
+            e.domain_spec(Domain::F2fs).unwrap().erase_unit_pages,
+            16,
+            "the device's unit"
+        );
+        let mut f = Engine::new(cfg(false));
+        f.import(e.export()).unwrap();
+        assert_eq!(f.stream_in(f2, 1), 1);
+        assert_eq!(f.stream_in(f2, 2), s2);
+        assert_eq!(f.domain_spec(Domain::F2fs), e.domain_spec(Domain::F2fs));
+        assert_eq!(e.learners_of(0).count(), 2);
     }
 
     #[test]

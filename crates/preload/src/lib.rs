@@ -16,7 +16,8 @@
 //! [`callsite`] (scan validation), [`ehhdr`] (`.eh_frame_hdr` tables and
 //! the memo they share), [`modules`] (loaded objects and build-ids),
 //! [`clock`] (cheap event timestamps), [`hint`] (mapping and per-inode hint
-//! cache), [`rawdev`] (block devices with write streams), [`capi`] (the
+//! cache), [`domain`] (a file's learning domain: the key its call paths
+//! are looked up under), [`rawdev`] (block devices with write streams), [`capi`] (the
 //! opt-in C API of `include/pcstream.h`), [`files`] (per-descriptor knowledge), [`events`] (protobuf
 //! encoding), [`batch`] (per-thread batches), [`record`] (trace file and
 //! daemon socket), [`hot`] (the write path's cache line), [`state`] (life cycle, re-entrancy guard, fork), [`tls`]
@@ -39,6 +40,7 @@ pub(crate) mod capi;
 pub(crate) mod cfi;
 pub(crate) mod clock;
 pub(crate) mod config;
+pub(crate) mod domain;
 pub(crate) mod ehhdr;
 pub(crate) mod events;
 pub(crate) mod files;

@@ -270,7 +270,7 @@ pub unsafe fn write(
                 Some(o) => o,
                 None => files::advance(fd, n),
             };
-            let stream = live_stream(signature, stream);
+            let stream = file_stream(signature, stream, info);
             let hint_now = inode_hint(fd, info, stream);
             state::emit_write(
                 t,
@@ -291,7 +291,7 @@ pub unsafe fn write(
             // call path whose stream's hint the descriptor's copy shows
             // settled on the inode (what `inode_hint` returns at once) is
             // done.
-            let stream = live_stream(signature, stream);
+            let stream = file_stream(signature, stream, info);
             if stream != 0 && settled_hint(fd, info, stream).is_some() {
                 return;
             }
@@ -381,7 +381,7 @@ pub(crate) unsafe fn finish_write(
             }
         }
     };
-    let stream = live_stream(signature, stream);
+    let stream = file_stream(signature, stream, info);
     let hint_now = inode_hint(fd, info, stream);
     if events_on() {
         if !info.named {
@@ -410,6 +410,20 @@ pub(crate) unsafe fn finish_write(
 pub(crate) fn live_stream(sig: u64, cached: u32) -> u32 {
     if hint::have_map() {
         cached
+    } else {
+        crate::live::stream(sig)
+    }
+}
+
+/// [`live_stream`] for a write to a file: the live table is asked under
+/// the key of the file's learning domain (`domain.rs`: the signature
+/// itself unless the descriptor is marked salted).
+#[inline(always)]
+fn file_stream(sig: u64, cached: u32, info: files::FdInfo) -> u32 {
+    if hint::have_map() {
+        cached
+    } else if info.salted {
+        crate::live::stream(crate::domain::key(sig, info.id))
     } else {
         crate::live::stream(sig)
     }
