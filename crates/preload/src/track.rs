@@ -423,10 +423,18 @@ fn file_stream(sig: u64, cached: u32, info: files::FdInfo) -> u32 {
     if hint::have_map() {
         cached
     } else if info.salted {
-        crate::live::stream(crate::domain::key(sig, info.id))
+        salted_stream(sig, info.id)
     } else {
         crate::live::stream(sig)
     }
+}
+
+/// [`live_stream`] for a file outside the default domain, out of line so
+/// that the default domain's write path keeps its code.
+#[cold]
+#[inline(never)]
+fn salted_stream(sig: u64, id: FileId) -> u32 {
+    crate::live::stream(crate::domain::key(sig, id))
 }
 
 /// `RwHint::for_stream(stream).raw()` for a stream ≠ 0 (SHORT = 2 …
