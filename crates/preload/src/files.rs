@@ -397,7 +397,7 @@ pub fn info(fd: i32) -> Option<FdInfo> {
         table: false,
         shared: false,
         raw: false,
-        salted: regular && crate::domain::salted(fd, id.dev),
+        salted: regular && crate::domain::salted(fd, st.st_dev),
     })
 }
 
