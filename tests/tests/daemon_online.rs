@@ -1,11 +1,13 @@
 //! pcstreamd against the offline engine and under faults, with real
 //! processes:
-//! - online = offline: a recorded db_bench trace's events, sent through
-//!   `events.sock` by a replay client in time order, give the daemon the
-//!   same signature → stream mapping (read back from the published table
-//!   file) as `compare`'s `pcstream` policy replaying the same trace
-//!   (same device sizing and erase-unit floor; file-system model written
-//!   through, since the daemon sees writes as the application makes them);
+//! - online = offline: a recorded db_bench trace's events, and a
+//!   stdio-heavy gcc build's, sent through `events.sock` by a replay
+//!   client in time order, give the daemon the same signature → stream
+//!   mapping (read back from the published table file) as `compare`'s
+//!   `pcstream` policy replaying the same trace (same device sizing and
+//!   erase-unit floor; file-system model written through, since the daemon
+//!   sees writes as the application makes them, on the byte clock: the
+//!   clock counts the bytes written, as the daemon's does);
 //! - malformed datagrams are counted and the daemon keeps learning;
 //! - SIGTERM sends STOPPING=1 after READY=1 on NOTIFY_SOCKET and saves the
 //!   state, which the next start reloads (mapping published at once);
@@ -50,33 +52,10 @@ fn events_in_time_order(trace: &app_common::Trace) -> Vec<wire::Event> {
     v.into_iter().map(|x| x.3).collect()
 }
 
-#[test]
-fn online_mapping_equals_offline_pcstream_on_db_bench() {
-    require_tool("db_bench", "rocksdb-tools");
-    let tmp = tempfile::tempdir().unwrap();
-    let db_arg = format!("--db={}", tmp.path().join("db").display());
-    // 100k keys (≈ 470 MB reach the trace, 2 s): with 20k the lifetimes of
-    // the WAL, L0 and L1 all sit at the erase-unit floor and level 2's only
-    // ≈ 1 log2 above it, so on some machines the last re-clustering merged
-    // them into one stream (min_gap_log2) and the comparison below was void.
-    // At 100k the centroids are 1.5–2.9 apart, also with the CPUs busy.
-    let rec = app_common::record(
-        &tmp.path().join("rec"),
-        tmp.path(),
-        &[
-            "db_bench",
-            &db_arg,
-            "--benchmarks=fillrandom,updaterandom",
-            "--num=100000",
-            "--value_size=400",
-            "--write_buffer_size=1048576",
-            "--target_file_size_base=1048576",
-            "--max_bytes_for_level_base=4194304",
-            "--compression_type=none",
-            "--statistics=0",
-        ],
-        &[],
-    );
+/// The daemon fed `rec`'s events through `events.sock` publishes the
+/// mapping `compare`'s pcstream policy ends with on the same trace
+/// (written through, on the byte clock), with the same logical clock.
+fn online_equals_offline(rec: &app_common::Recorded) {
     let trace_path = rec.dir.join("trace.pcstrace");
 
     // Offline: compare's pcstream policy, as `simulate` configures it.
@@ -84,6 +63,7 @@ fn online_mapping_equals_offline_pcstream_on_db_bench() {
     let opts = ReplayOptions {
         force_fs_alloc: true,
         writeback_pages: Some(1),
+        byte_clock: true,
         ..Default::default()
     };
     let r = Replay::from_trace(&trace_path, &opts).unwrap();
@@ -111,14 +91,22 @@ fn online_mapping_equals_offline_pcstream_on_db_bench() {
         erase_pages * 4096
     ));
     let evs = events_in_time_order(&rec.trace);
+    let written: u64 = evs
+        .iter()
+        .filter_map(|e| match &e.kind {
+            Some(Kind::Write(w)) => Some(w.len),
+            _ => None,
+        })
+        .sum();
     send_events(&d.run_dir().join("events.sock"), &evs, 64);
     let st = d.wait_events(evs.len() as u64);
     assert_eq!(st["malformed_datagrams"], 0);
     assert_eq!(
-        st["clock_pages"].as_u64().unwrap(),
-        r.host_pages(),
-        "same logical clock"
+        st["clock_bytes"].as_u64().unwrap(),
+        written,
+        "the clock counts the bytes written"
     );
+    assert_eq!(st["clock_pages"].as_u64().unwrap(), written / 4096);
     let table = read_table(&d.run_dir().join(format!("mapping.{}", uid())));
     let got: Vec<(u64, u32)> = table.iter().map(|&(s, st, _)| (s, st)).collect();
     assert!(
@@ -147,6 +135,66 @@ fn online_mapping_equals_offline_pcstream_on_db_bench() {
             .unwrap_or_else(|| panic!("signature {sig:016x} missing from contexts"));
         assert_eq!(row["stream"], *s);
     }
+}
+
+#[test]
+fn online_mapping_equals_offline_pcstream_on_db_bench() {
+    require_tool("db_bench", "rocksdb-tools");
+    let tmp = tempfile::tempdir().unwrap();
+    let db_arg = format!("--db={}", tmp.path().join("db").display());
+    // 100k keys (≈ 470 MB reach the trace, 2 s): with 20k the lifetimes of
+    // the WAL, L0 and L1 all sit at the erase-unit floor and level 2's only
+    // ≈ 1 log2 above it, so on some machines the last re-clustering merged
+    // them into one stream (min_gap_log2) and the comparison below was void.
+    // At 100k the centroids are 1.5–2.9 apart, also with the CPUs busy.
+    let rec = app_common::record(
+        &tmp.path().join("rec"),
+        tmp.path(),
+        &[
+            "db_bench",
+            &db_arg,
+            "--benchmarks=fillrandom,updaterandom",
+            "--num=100000",
+            "--value_size=400",
+            "--write_buffer_size=1048576",
+            "--target_file_size_base=1048576",
+            "--max_bytes_for_level_base=4194304",
+            "--compression_type=none",
+            "--statistics=0",
+        ],
+        &[],
+    );
+    online_equals_offline(&rec);
+}
+
+/// The same on a stdio-heavy build (`bench/gen_cbase.py`, gcc `-O2 -g`,
+/// `make -j2`, built twice: cc1's assembly, `.d` files, objects, archive,
+/// program), whose stdio runs come in many small calls.
+#[test]
+fn online_mapping_equals_offline_pcstream_on_a_stdio_heavy_build() {
+    require_tool("make", "make");
+    require_tool("gcc", "gcc");
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("cbase");
+    let gen = concat!(env!("CARGO_MANIFEST_DIR"), "/../bench/gen_cbase.py");
+    let st = Command::new("python3")
+        .args([gen, src.to_str().unwrap(), "6", "4", "300"])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let t = src.join("tmp");
+    std::fs::create_dir_all(&t).unwrap();
+    let rec = app_common::record(
+        &tmp.path().join("rec"),
+        &src,
+        &[
+            "sh",
+            "-c",
+            "make -s -j2 && rm -rf obj lib bin && make -s -j2",
+        ],
+        &[("TMPDIR", t.to_str().unwrap())],
+    );
+    online_equals_offline(&rec);
 }
 
 #[test]

@@ -271,6 +271,7 @@ pub fn compare(traces: &[PathBuf], opts: &Options) -> anyhow::Result<Report> {
         logical_pages: opts.fs_pages,
         force_fs_alloc: opts.fs_alloc,
         writeback_pages: Some(opts.writeback_pages),
+        ..Default::default()
     };
     let replays: Vec<Replay> = traces
         .iter()

@@ -296,6 +296,7 @@ pub(crate) fn status_json(r: &wire::StatusReply) -> serde_json::Value {
             "configured": d.configured, "hints_lost": d.hints_lost,
         })).collect::<Vec<_>>(),
         "warnings": r.warnings,
+        "clock_bytes": r.clock_bytes,
     })
 }
 
@@ -367,7 +368,7 @@ fn status_text(r: &wire::StatusReply) -> String {
         r.live_chunks_cap,
         r.rss_bytes as f64 / 1048576.0,
         r.clock_pages,
-        r.clock_pages as f64 / 256.0,
+        r.clock_bytes as f64 / 1048576.0,
     ) + &devices_text(r)
 }
 
@@ -399,7 +400,8 @@ pub(crate) fn context_json(
     serde_json::json!({
         "signature": format!("{:016x}", x.signature), "uid": x.uid, "stream": x.stream,
         "domain": if x.domain.is_empty() { "hints" } else { x.domain.as_str() },
-        "bytes_written": x.bytes_written, "deaths": x.lifetime_samples, "dead_pages": x.dead_pages,
+        "bytes_written": x.bytes_written, "calls": x.calls, "bytes": x.bytes,
+        "deaths": x.lifetime_samples, "dead_pages": x.dead_pages,
         "lifetime_estimate_bytes": life(x.estimate_log2_lifetime_pages),
         "lifetime_mean_bytes": (x.lifetime_samples > 0).then(|| 2f64.powf(x.mean_log2_lifetime_pages) * 4096.0),
         "lifetime_histogram_log2_pages": x.lifetime_histogram, "programs": x.programs, "frames": frames,

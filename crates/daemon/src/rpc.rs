@@ -176,6 +176,7 @@ impl proto::pc_stream_server::PcStream for Service {
                 .map_or(0, |t| t.elapsed().as_secs().max(1)),
             learners: e.learners().len() as u32,
             clock_pages: e.clock(),
+            clock_bytes: e.clock_bytes(),
             batches: c.batches,
             rejected_requests: self.shared.counters.rejected.load(Ordering::Relaxed),
             over_quota_events: inner.quota.over,
@@ -213,7 +214,10 @@ impl proto::pc_stream_server::PcStream for Service {
         for (&key, l) in e.learners() {
             for (sig, s) in l.lifetimes().sigs_sorted() {
                 let info = e.sig_info(sig);
+                let usage = e.usage(key.uid, sig).unwrap_or_default();
                 out.push(wire::Context {
+                    calls: usage.calls,
+                    bytes: usage.bytes,
                     signature: sig,
                     stream: inner.stream(key, sig),
                     mean_log2_lifetime_pages: s.mean_log2,

@@ -2,10 +2,14 @@
 //! signature → stream mapping out. This is what `pcstreamd` runs; the
 //! learning itself is the `pcstream` policy's code, unchanged (one
 //! [`PcStream`] per learner), fed exactly as `pcstream_replay` feeds it for a
-//! file-level trace replayed write-through (`writeback_pages = 1`): every
-//! page of a write is placed in file-page order at the logical clock (4 KiB
-//! pages written by all clients), then the clock advances by one; an
-//! invalidation ends the lives of the pages it covers at the current clock.
+//! file-level trace replayed write-through (`writeback_pages = 1`) on the
+//! byte clock (`ReplayOptions::byte_clock`): the logical clock counts the
+//! bytes written by all clients, in 4 KiB pages; every page a write
+//! touches is placed in file-page order at the clock of its first byte in
+//! the write (a 100-byte append advances the clock by 100 bytes, not by
+//! the page it touches), then the clock has advanced by the write's
+//! length; an invalidation ends the lives of the pages it covers at the
+//! current clock.
 //! The online = offline test (`tests/tests/daemon_online.rs`) holds the two
 //! together.
 //!
@@ -167,14 +171,32 @@ pub struct LearnerState {
 pub struct EngineState {
     /// Format version ([`STATE_VERSION`]).
     pub version: u32,
-    /// Logical clock when saved.
+    /// Logical clock when saved (pages: `clock_bytes / 4096`).
     pub clock: u64,
+    /// The same in bytes (absent from states saved before it: `clock` pages).
+    #[serde(default)]
+    pub clock_bytes: u64,
     /// Per-learner signature tables.
     pub learners: Vec<LearnerState>,
     /// Signature descriptions, sorted by signature.
     pub signatures: Vec<(u64, SigInfo)>,
     /// Module descriptions, sorted by key.
     pub modules: Vec<(u64, ModuleDesc)>,
+    /// What each learner's signatures wrote, sorted by (key, signature)
+    /// (absent from states saved before it).
+    #[serde(default)]
+    pub usage: Vec<(u32, u64, Usage)>,
+}
+
+/// What the write events of one signature carried: calls and bytes, as
+/// the shim counted them (`WriteEvent.calls`, `WriteEvent.len`), the same
+/// figures `trace-stats` gives for a recording.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Usage {
+    /// Write calls.
+    pub calls: u64,
+    /// Bytes written.
+    pub bytes: u64,
 }
 
 /// Version of [`EngineState`].
@@ -190,7 +212,8 @@ pub type Mapping = Vec<(LearnerKey, u64, StreamId, u8)>;
 #[derive(Debug)]
 pub struct Engine {
     cfg: OnlineConfig,
-    clock: u64,
+    /// Bytes written by all clients (the logical clock, in bytes).
+    bytes: u64,
     learners: BTreeMap<LearnerKey, PcStream>,
     /// The spec each domain's learners were made with.
     domains: BTreeMap<Domain, DomainSpec>,
@@ -198,6 +221,10 @@ pub struct Engine {
     sigs: HashMap<u64, SigInfo>,
     modules: HashMap<u64, ModuleDesc>,
     exes: HashMap<u32, String>,
+    /// (uid or [`SHARED`], signature) → what it wrote, all domains
+    /// together; at most `max_signatures` entries (further pairs are not
+    /// counted).
+    usage: HashMap<(u32, u64), Usage>,
 }
 
 /// Page range `[first, first + pages)` a shim invalidation kills
@@ -216,6 +243,14 @@ pub fn invalidated_pages(i: &wire::InvalidateEvent) -> (u64, u64) {
             (first, end.saturating_sub(first))
         }
     }
+}
+
+/// The logical clock (pages) at which page `page` of a write starting at
+/// byte `offset` is placed when the byte clock stood at `bytes` before
+/// the write: the clock of the write's first byte in that page. The
+/// replay's byte clock uses the same rule.
+pub fn page_time(bytes: u64, offset: u64, page: u64) -> u64 {
+    bytes.saturating_add(page.saturating_mul(PAGE).saturating_sub(offset)) / PAGE
 }
 
 /// Decodes one event datagram's payload (what `pcstreamd` receives on
@@ -238,13 +273,14 @@ impl Engine {
     pub fn new(cfg: OnlineConfig) -> Self {
         Engine {
             cfg,
-            clock: 0,
+            bytes: 0,
             learners: BTreeMap::new(),
             domains: BTreeMap::new(),
             counters: EngineCounters::default(),
             sigs: HashMap::new(),
             modules: HashMap::new(),
             exes: HashMap::new(),
+            usage: HashMap::new(),
         }
     }
 
@@ -253,9 +289,22 @@ impl Engine {
         &self.cfg
     }
 
-    /// Logical clock: pages written by all clients so far.
+    /// Logical clock: 4 KiB pages' worth of bytes written by all clients
+    /// so far ([`Engine::clock_bytes`] / [`PAGE`]).
     pub fn clock(&self) -> u64 {
-        self.clock
+        self.bytes / PAGE
+    }
+
+    /// Bytes written by all clients so far (what the write events carry).
+    pub fn clock_bytes(&self) -> u64 {
+        self.bytes
+    }
+
+    /// What signature `sig` wrote for uid (or [`SHARED`]) `key`, all
+    /// domains together (calls and bytes the write events carried), when
+    /// counted.
+    pub fn usage(&self, key: u32, sig: u64) -> Option<Usage> {
+        self.usage.get(&(key, sig)).copied()
     }
 
     /// Counters.
@@ -375,6 +424,18 @@ impl Engine {
                     self.counters.oversized_writes += 1;
                     return;
                 }
+                let cap = self.cfg.max_signatures;
+                let n = self.usage.len();
+                if let Some(u) = match self.usage.entry((uid_key, w.signature)) {
+                    std::collections::hash_map::Entry::Occupied(o) => Some(o.into_mut()),
+                    std::collections::hash_map::Entry::Vacant(v) if n < cap => {
+                        Some(v.insert(Usage::default()))
+                    }
+                    std::collections::hash_map::Entry::Vacant(_) => None,
+                } {
+                    u.calls += u64::from(w.calls.max(1));
+                    u.bytes += w.len;
+                }
                 if w.signature != 0 {
                     if let Some(exe) = self.exes.get(&pid) {
                         if let Some(info) = self.sigs.get_mut(&w.signature) {
@@ -387,12 +448,12 @@ impl Engine {
                 let file = Some(file_of(&w.file));
                 let first = w.offset / PAGE;
                 let end = w.offset.saturating_add(w.len).div_ceil(PAGE);
-                let mut clock = self.clock;
+                let bytes = self.bytes;
                 let (key, spec) = key_for(&w.file);
                 let l = self.learner(key, spec);
                 for p in first..end {
                     l.place(&WriteCtx {
-                        time: clock,
+                        time: page_time(bytes, w.offset, p),
                         lpn: p,
                         pages: 1,
                         file,
@@ -400,14 +461,13 @@ impl Engine {
                         signature: (w.signature != 0).then_some(w.signature),
                         ..Default::default()
                     });
-                    clock += 1;
                 }
-                self.clock = clock;
+                self.bytes = bytes.saturating_add(w.len);
             }
             Some(Kind::Invalidate(i)) => {
                 self.counters.invalidations += 1;
                 let (first, pages) = invalidated_pages(i);
-                let clock = self.clock;
+                let clock = self.clock();
                 let (key, spec) = key_for(&i.file);
                 self.learner(key, spec)
                     .invalidate_file(file_of(&i.file), first, pages, clock);
@@ -492,7 +552,7 @@ impl Engine {
 
     /// Forces every learner to re-cluster now.
     pub fn recluster(&mut self) {
-        let now = self.clock;
+        let now = self.clock();
         for l in self.learners.values_mut() {
             l.recluster_now(now);
         }
@@ -514,9 +574,12 @@ impl Engine {
         signatures.sort_unstable_by_key(|s| s.0);
         let mut modules: Vec<_> = self.modules.iter().map(|(k, v)| (*k, v.clone())).collect();
         modules.sort_unstable_by_key(|m| m.0);
+        let mut usage: Vec<_> = self.usage.iter().map(|(&(k, s), &u)| (k, s, u)).collect();
+        usage.sort_unstable_by_key(|u| (u.0, u.1));
         EngineState {
             version: STATE_VERSION,
-            clock: self.clock,
+            clock: self.clock(),
+            clock_bytes: self.bytes,
             learners: self
                 .learners
                 .iter()
@@ -537,6 +600,7 @@ impl Engine {
                 .collect(),
             signatures,
             modules,
+            usage,
         }
     }
 
@@ -552,9 +616,12 @@ impl Engine {
                 st.version
             ));
         }
-        self.clock = self.clock.max(st.clock);
+        self.bytes = self
+            .bytes
+            .max(st.clock_bytes)
+            .max(st.clock.saturating_mul(PAGE));
         let mut n = 0;
-        let now = self.clock;
+        let now = self.clock();
         for ls in st.learners {
             let uid = if self.cfg.share_between_users {
                 SHARED
@@ -581,6 +648,16 @@ impl Engine {
         for (k, v) in st.modules {
             if self.modules.len() < self.cfg.max_signatures {
                 self.modules.entry(k).or_insert(v);
+            }
+        }
+        for (key, sig, u) in st.usage {
+            let key = if self.cfg.share_between_users {
+                SHARED
+            } else {
+                key
+            };
+            if self.usage.len() < self.cfg.max_signatures || self.usage.contains_key(&(key, sig)) {
+                self.usage.insert((key, sig), u);
             }
         }
         Ok(n)
@@ -669,6 +746,49 @@ mod tests {
             e.apply(uid, 1, &unlink(ino));
             e.apply(uid, 1, &write(7 + u64::from(uid), round % 2, 1, sig_long));
         }
+    }
+
+    #[test]
+    fn the_clock_counts_bytes_and_each_signature_its_calls_and_bytes() {
+        let mut e = Engine::new(cfg(false));
+        let w = |offset, len, calls| wire::Event {
+            kind: Some(Kind::Write(wire::WriteEvent {
+                file: Some(wire::FileId { dev: 1, ino: 5 }),
+                offset,
+                len,
+                signature: 3,
+                calls,
+                ..Default::default()
+            })),
+            ..Default::default()
+        };
+        // 100-byte appends: one page touched three times, 300 bytes.
+        for i in 0..3 {
+            e.apply(0, 1, &w(i * 100, 100, 0));
+        }
+        assert_eq!((e.clock_bytes(), e.clock()), (300, 0));
+        // A run of 7 calls over two pages and a bit, from mid-page.
+        e.apply(0, 1, &w(300, 2 * PAGE + 10, 7));
+        assert_eq!(e.clock_bytes(), 300 + 2 * PAGE + 10);
+        assert_eq!(e.clock(), 2);
+        assert_eq!(
+            e.usage(0, 3),
+            Some(Usage {
+                calls: 10,
+                bytes: 2 * PAGE + 310
+            })
+        );
+        // Saved and reloaded: the clock in bytes and the usage survive.
+        let mut f = Engine::new(cfg(false));
+        f.import(e.export()).unwrap();
+        assert_eq!(f.clock_bytes(), e.clock_bytes());
+        assert_eq!(f.usage(0, 3), e.usage(0, 3));
+        // A state saved before the byte clock: its pages.
+        let mut old = e.export();
+        old.clock_bytes = 0;
+        let mut g = Engine::new(cfg(false));
+        g.import(old).unwrap();
+        assert_eq!(g.clock_bytes(), 2 * PAGE);
     }
 
     #[test]

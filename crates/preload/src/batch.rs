@@ -206,6 +206,10 @@ struct Slot {
     // The fields below belong to whoever moved `state` to BUSY or SWEEP.
     head: UnsafeCell<Head>,
     raws: UnsafeCell<Raws>,
+    /// The thread's last write record once encoded (a drain), kept so a
+    /// stdio run cut by a flush goes on from where it ended
+    /// ([`push_new_write`]).
+    tail: UnsafeCell<RawWrite>,
     buf: UnsafeCell<[u8; BATCH]>,
 }
 
@@ -220,6 +224,7 @@ const EMPTY: Slot = Slot {
     since: AtomicU64::new(0),
     head: UnsafeCell::new(EMPTY_HEAD),
     raws: UnsafeCell::new(Raws([NO_RAW; RAWS])),
+    tail: UnsafeCell::new(NO_RAW),
     buf: UnsafeCell::new([0; BATCH]),
 };
 
@@ -233,6 +238,12 @@ struct Held {
 }
 
 impl Held {
+    /// The thread's last drained write record ([`Slot::tail`]).
+    fn tail(&mut self) -> &mut RawWrite {
+        // SAFETY: held, as in `parts`.
+        unsafe { &mut *self.slot.tail.get() }
+    }
+
     /// The slot's cells (one borrow at a time: `&mut self`).
     #[inline(always)]
     fn parts(&mut self) -> (&mut Head, &mut [RawWrite; RAWS], &mut [u8; BATCH]) {
@@ -295,6 +306,7 @@ fn claim(tid: u32) -> u32 {
         {
             let mut h = Held { slot: s };
             flush(&mut h);
+            *h.tail() = NO_RAW; // the dead thread's run is not ours
             s.tid.store(tid, Ordering::Relaxed);
             return i as u32 + 1;
         }
@@ -404,6 +416,7 @@ fn drain(h: &mut Held) {
         return;
     }
     head.nraw = 0;
+    let last = raws[nraw - 1];
     let mut enc = WriteEncoder::new(tid);
     for r in &raws[..nraw] {
         let w = r.fields();
@@ -421,6 +434,7 @@ fn drain(h: &mut Held) {
             None => count_dropped(1),
         }
     }
+    *h.tail() = last;
 }
 
 /// Sends/records the encoded part of the batch and empties it.
@@ -513,9 +527,32 @@ fn check_age(mut h: Held, flush_ns: u64, force: bool) {
 
 /// [`push_write`] of a write that continues nothing: a new record.
 #[inline(never)]
-fn push_new_write(mut h: Held, w: RawWrite, flush_ns: u64, force: bool) {
+fn push_new_write(mut h: Held, mut w: RawWrite, flush_ns: u64, force: bool) {
     if h.parts().0.nraw as usize == RAWS {
         drain(&mut h);
+    }
+    if w.call == STDIO {
+        // A stdio run cut by a flush or by MAX_RUN goes on from where its
+        // last event ended: the bytes putc wrote in between are the run's
+        // whatever the cut (as when it was not cut).
+        let (head, raws, _) = h.parts();
+        let prev = match head.nraw as usize {
+            0 => *h.tail(),
+            n => raws[n - 1],
+        };
+        let end = prev.offset.wrapping_add(prev.len);
+        let gap = w.offset.wrapping_sub(end);
+        // The same run: the same signature on the same file (a stream or
+        // hint that changed in between, a re-clustering under a live
+        // mapping, cut the event, not the run).
+        if prev.call == STDIO
+            && (prev.file, prev.signature) == (w.file, w.signature)
+            && gap > 0
+            && gap <= STDIO_GAP
+        {
+            w.offset = end;
+            w.len += gap;
+        }
     }
     let slot = h.slot;
     let (head, raws, _) = h.parts();
@@ -649,7 +686,10 @@ pub fn after_fork_child(t: &Thread) {
     for s in POOL.iter() {
         // SAFETY: the child is single-threaded right after fork; nobody else
         // can own a slot's cells.
-        unsafe { *s.head.get() = EMPTY_HEAD };
+        unsafe {
+            *s.head.get() = EMPTY_HEAD;
+            *s.tail.get() = NO_RAW;
+        }
         s.since.store(0, Ordering::Relaxed);
         s.state.store(FREE, Ordering::Relaxed);
         s.tid.store(0, Ordering::Relaxed);
@@ -769,6 +809,36 @@ mod tests {
                     (1020, 10, 8, 0, 2, 0)
                 ]
             );
+        });
+    }
+
+    #[test]
+    fn a_stdio_run_cut_by_a_flush_goes_on_from_where_it_ended() {
+        crate::clock::init();
+        crate::tls::with(|t| {
+            let f = FileId { dev: 7, ino: 8 };
+            let w = |offset, len, sig| {
+                RawWrite::new(f, offset, len, sig, 2, 3, WriteCall::Fwrite as u32)
+            };
+            push_write(t, w(0, 10, 7), u64::MAX, false);
+            push_write(t, w(10, 10, 7), u64::MAX, false);
+            flush_mine(t);
+            assert!(pending(t).is_empty());
+            // 5 bytes further on (putc's), the run's signature (track.rs
+            // gives a continuing call the run's): the new event starts where
+            // the flushed one ended, so the run's bytes do not depend on
+            // when it was flushed.
+            push_write(t, w(25, 10, 7), u64::MAX, false);
+            // Past the gap, or another file: its own offset.
+            push_write(t, w(35 + STDIO_GAP + 1, 10, 7), u64::MAX, false);
+            let ev: Vec<_> = pending(t)
+                .into_iter()
+                .map(|e| match e.kind {
+                    Some(wire::event::Kind::Write(w)) => (w.offset, w.len, w.signature),
+                    k => panic!("not a write: {k:?}"),
+                })
+                .collect();
+            assert_eq!(ev, [(20, 15, 7), (35 + STDIO_GAP + 1, 10, 7)]);
         });
     }
 

@@ -173,5 +173,6 @@ pub(crate) fn finish(
         marks: Vec::new(),
         run_mode: RunMode::default(),
         ageing: Vec::new(),
+        times: None,
     })
 }

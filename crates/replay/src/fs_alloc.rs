@@ -10,8 +10,9 @@
 
 use crate::deaths::finish;
 use crate::error::BuildError;
-use crate::ops::{push_page, JoinStats, Op, Replay, Source, WriteClass};
+use crate::ops::{push_page, JoinStats, Op, Replay, ReplayTimes, Source, WriteClass, PAGE};
 use crate::source::{app_hint_of, file_of, invalidate_op, pages_of, Ev};
+use pcstream_placement::online::page_time;
 use std::collections::{BTreeMap, HashMap};
 
 /// Free-space allocator of the file-system model: a bitmap with a rotating
@@ -90,6 +91,7 @@ pub(crate) fn allocate(
     evs: impl Iterator<Item = Ev> + Clone,
     logical_pages: Option<u64>,
     writeback_pages: Option<u64>,
+    byte_clock: bool,
 ) -> Result<Replay, BuildError> {
     let wb = writeback_pages.unwrap_or(DEFAULT_WRITEBACK_PAGES);
     let lp = match logical_pages {
@@ -100,8 +102,10 @@ pub(crate) fn allocate(
             (peak + peak / 4).max(1024)
         }
     };
-    let (ops, _, stats) = alloc_pass(evs, lp, wb, false)?;
-    finish(ops, lp, Source::FsAlloc, stats)
+    let (ops, _, stats, times) = alloc_pass_timed(evs, lp, wb, false, byte_clock)?;
+    let mut r = finish(ops, lp, Source::FsAlloc, stats)?;
+    r.times = times;
+    Ok(r)
 }
 
 /// Default size of the model's page cache: 8192 dirty pages (32 MiB).
@@ -123,9 +127,24 @@ struct FsState {
     dirty: Dirty,
     ops: Vec<Op>,
     stats: JoinStats,
+    /// The byte clock ([`crate::ReplayOptions::byte_clock`]): bytes
+    /// written so far, the offset of the write being written back, and
+    /// the times so far.
+    bytes: u64,
+    write_offset: u64,
+    times: Option<ReplayTimes>,
 }
 
 impl FsState {
+    /// Gives the operations pushed since the last call the byte clock's
+    /// time now.
+    fn stamp_ops(&mut self) {
+        let now = self.bytes / PAGE;
+        if let Some(t) = self.times.as_mut() {
+            t.ops.resize(self.ops.len(), now);
+        }
+    }
+
     /// Writes every dirty page back (delayed allocation: blocks are chosen
     /// now, next to the file's last block when possible).
     fn writeback(&mut self) -> Result<(), BuildError> {
@@ -152,6 +171,9 @@ impl FsState {
                 }
             };
             f.last_lpn = Some(lpn);
+            if let Some(t) = self.times.as_mut() {
+                t.pages.push(page_time(self.bytes, self.write_offset, p));
+            }
             self.stats.write_pages += 1;
             self.stats.data_pages += 1;
             if sig.is_some() {
@@ -173,6 +195,19 @@ pub(crate) fn alloc_pass(
     writeback_pages: u64,
     dry: bool,
 ) -> Result<(Vec<Op>, u64, JoinStats), BuildError> {
+    let (ops, peak, stats, _) = alloc_pass_timed(evs, pages, writeback_pages, dry, false)?;
+    Ok((ops, peak, stats))
+}
+
+/// [`alloc_pass`], with the byte clock's times when `byte_clock` (and
+/// written through).
+pub(crate) fn alloc_pass_timed(
+    evs: impl Iterator<Item = Ev>,
+    pages: u64,
+    writeback_pages: u64,
+    dry: bool,
+    byte_clock: bool,
+) -> Result<(Vec<Op>, u64, JoinStats, Option<ReplayTimes>), BuildError> {
     let mut m = FsState {
         alloc: if dry {
             None
@@ -187,8 +222,12 @@ pub(crate) fn alloc_pass(
         dirty: HashMap::new(),
         ops: Vec::new(),
         stats: JoinStats::default(),
+        bytes: 0,
+        write_offset: 0,
+        times: (byte_clock && writeback_pages == 1).then(ReplayTimes::default),
     };
     for ev in evs {
+        m.stamp_ops();
         match ev {
             Ev::ShimWrite(w) => {
                 m.stats.shim_writes += 1;
@@ -199,8 +238,10 @@ pub(crate) fn alloc_pass(
                     m.dirty.insert((key.0, key.1, p), (sig, hint));
                 }
                 if m.dirty.len() as u64 >= writeback_pages {
+                    m.write_offset = w.offset;
                     m.writeback()?;
                 }
+                m.bytes = m.bytes.saturating_add(w.len);
             }
             Ev::AppHint(h) => {
                 if let Some(v) = app_hint_of(&h) {
@@ -262,5 +303,6 @@ pub(crate) fn alloc_pass(
         }
     }
     m.writeback()?;
-    Ok((m.ops, m.peak, m.stats))
+    m.stamp_ops();
+    Ok((m.ops, m.peak, m.stats, m.times))
 }

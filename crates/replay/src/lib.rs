@@ -63,7 +63,7 @@ pub use deaths::NEVER;
 pub use error::{BuildError, RecordError, ReplayError, RunError, SizingError};
 pub use experiment::{policy_config_for, simulate, simulate_all, Job, RunResult};
 pub use fs_alloc::DEFAULT_WRITEBACK_PAGES;
-pub use ops::{JoinStats, Op, Replay, RunMode, Source, WriteClass, MARK_SUFFIX, PAGE};
+pub use ops::{JoinStats, Op, Replay, ReplayTimes, RunMode, Source, WriteClass, MARK_SUFFIX, PAGE};
 pub use pass::{run, RunCounters};
 pub use sizing::{
     aged_ssd, layout, DeviceLayout, DeviceSpec, MIN_BLOCKS_PER_STREAM, PAPER_PAGES_PER_BLOCK,
@@ -92,6 +92,13 @@ pub struct ReplayOptions {
     /// through). Rewrites of a cached page (small appends) reach the device
     /// once; pages deleted while cached never do.
     pub writeback_pages: Option<u64>,
+    /// Model written through only (`writeback_pages = Some(1)`): the
+    /// policies' clock counts the bytes of the write events (in pages), as
+    /// pcstreamd's does, instead of the pages written ([`Replay::times`]);
+    /// each page a write touches is placed at the clock of its first byte
+    /// in the write (`pcstream_placement::online::page_time`). Ignored
+    /// otherwise.
+    pub byte_clock: bool,
 }
 
 impl Replay {
@@ -161,6 +168,7 @@ impl Replay {
                 evs.into_iter().map(|e| e.3),
                 opts.logical_pages,
                 opts.writeback_pages,
+                opts.byte_clock && opts.writeback_pages == Some(1),
             )
         }
         .map_err(|source| ReplayError::Build {

@@ -143,6 +143,22 @@ pub struct Replay {
     /// stream 0 before the measured run; policies never see them, and the
     /// replay's own statistics (footprint, peak, deaths) leave them out.
     pub ageing: Vec<Op>,
+    /// The policies' clock on the byte clock
+    /// ([`crate::ReplayOptions::byte_clock`]); `None`: pages written.
+    /// Transforms drop it (their operations are rebuilt).
+    pub times: Option<ReplayTimes>,
+}
+
+/// The clock the policies see when it counts the bytes the write events
+/// carry (what pcstreamd's clock counts), in 4 KiB pages, instead of the
+/// pages written: a 100-byte append moves it by 100 bytes.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ReplayTimes {
+    /// Per written page, in write order (as [`Replay::deaths`]): its time.
+    pub pages: Vec<u64>,
+    /// Per operation (as [`Replay::ops`]): the time of a TRIM or file
+    /// invalidation (unused for writes).
+    pub ops: Vec<u64>,
 }
 
 /// File-name suffix of the round marks in [`Replay::marks`].

@@ -151,6 +151,10 @@ pub(crate) fn drive_pass(
     let mut clock = clock0;
     let mut next_mark = 0usize;
     let streams = streams.max(1);
+    // The policies' time: the pages written, or the byte clock's.
+    let times = replay.times.as_ref();
+    let page_time = |k: u64, clock: u64| times.map_or(clock, |t| clock0 + t.pages[k as usize]);
+    let op_time = |index: usize, clock: u64| times.map_or(clock, |t| clock0 + t.ops[index]);
     for (index, op) in replay.ops.iter().enumerate() {
         match *op {
             Op::Write {
@@ -175,7 +179,7 @@ pub(crate) fn drive_pass(
                     }
                     let k = clock - clock0;
                     let ctx = WriteCtx {
-                        time: clock,
+                        time: page_time(k, clock),
                         lpn: lpn + i,
                         pages: 1,
                         file,
@@ -200,7 +204,7 @@ pub(crate) fn drive_pass(
                 let mut done = 0;
                 while done < pages {
                     let n = (pages - done).min(u64::from(u32::MAX)) as u32;
-                    slot.get().trim(lpn + done, n, clock);
+                    slot.get().trim(lpn + done, n, op_time(index, clock));
                     done += u64::from(n);
                 }
                 sink(PassEvent::Trim { index, lpn, pages })?;
@@ -209,7 +213,9 @@ pub(crate) fn drive_pass(
                 file,
                 first_page,
                 pages,
-            } => slot.get().invalidate_file(file, first_page, pages, clock),
+            } => slot
+                .get()
+                .invalidate_file(file, first_page, pages, op_time(index, clock)),
         }
     }
     Ok(clock)

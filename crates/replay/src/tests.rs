@@ -116,6 +116,37 @@ fn model_cache_coalesces_appends_and_drops_deleted_pages() {
 }
 
 #[test]
+fn the_byte_clock_counts_bytes_written_not_pages() {
+    // 16 appends of 512 bytes (two pages, each rewritten 8 times through),
+    // then an unlink, then a 3-page write starting mid-page.
+    let mut evs: Vec<Ev> = (0..16).map(|i| shim_write(1, i * 512, 512, 7)).collect();
+    evs.push(unlink(1));
+    evs.push(shim_write(2, 100, 2 * PAGE, 8));
+    let r = allocate(evs.clone().into_iter(), None, Some(1), true).unwrap();
+    let t = r.times.as_ref().expect("byte clock");
+    assert_eq!(r.host_pages(), 16 + 3);
+    // Page k of the appends is placed at (512 k) / 4096; the last write's
+    // pages at the clock of their first byte: 8192, 8192 + 3996, + 8092.
+    let mut want: Vec<u64> = (0..16).map(|k| k * 512 / PAGE).collect();
+    want.extend([
+        8192 / PAGE,
+        (8192 + 3996) / PAGE,
+        (8192 + 3996 + 4096) / PAGE,
+    ]);
+    assert_eq!(t.pages, want);
+    assert_eq!(t.ops.len(), r.ops.len());
+    // The unlink (and its TRIM) at 8192 bytes = page 2.
+    for (op, &at) in r.ops.iter().zip(&t.ops) {
+        if !matches!(op, Op::Write { .. }) {
+            assert_eq!(at, 2, "{op:?}");
+        }
+    }
+    // Only written through.
+    let cached = allocate(evs.into_iter(), None, Some(1024), true).unwrap();
+    assert_eq!(cached.times, None);
+}
+
+#[test]
 fn model_reuses_freed_space_and_reports_its_peak() {
     let evs = vec![
         shim_write(1, 0, 6 * PAGE, 1),
@@ -123,7 +154,8 @@ fn model_reuses_freed_space_and_reports_its_peak() {
         unlink(1),
         shim_write(3, 0, 5 * PAGE, 1),
     ];
-    let r = allocate(evs.into_iter(), None, Some(1)).unwrap();
+    let r = allocate(evs.into_iter(), None, Some(1), false).unwrap();
+    assert_eq!(r.times, None);
     assert_eq!(r.source, Source::FsAlloc);
     assert_eq!(r.peak_live_pages, 8);
     // 5/4 of the peak, at least 1024 pages.
@@ -136,6 +168,7 @@ fn model_reuses_freed_space_and_reports_its_peak() {
         vec![shim_write(1, 0, 9 * PAGE, 1)].into_iter(),
         Some(8),
         Some(1),
+        false,
     )
     .unwrap_err();
     assert!(e.to_string().contains("out of space"), "{e}");
