@@ -7,7 +7,7 @@
 
 use crate::config::Config;
 use crate::state::{Counters, Inner, Shared};
-use crate::{ingest, notify, persist, rpc};
+use crate::{conn, ingest, notify, persist, rpc};
 use anyhow::Context as _;
 use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
 use std::path::{Path, PathBuf};
@@ -97,6 +97,7 @@ pub async fn run(
     let (mapping_tx, _) = tokio::sync::watch::channel(0u64);
     let mut inner = Inner::new(&cfg, saved);
     let (events, event_queue) = ingest::bind(&cfg.runtime_dir, cfg.event_queue_datagrams)?;
+    let events_conn = conn::bind(&cfg.runtime_dir)?;
     let ctl_path = cfg.runtime_dir.join("ctl.sock");
     let _ = std::fs::remove_file(&ctl_path);
     let ctl = UnixListener::bind(&ctl_path)
@@ -118,7 +119,7 @@ pub async fn run(
         let mut inner = shared.inner.lock().unwrap_or_else(|e| e.into_inner());
         shared.after_change(&mut inner);
     }
-    ingest::spawn(events, shared.clone())?;
+    ingest::spawn(events, events_conn, shared.clone())?;
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let svc = rpc::PcStreamServer::new(rpc::Service::new(shared.clone()));
     let mut stop_unix = stop_rx.clone();
@@ -188,6 +189,7 @@ pub async fn run(
     }
     save(&shared);
     let _ = std::fs::remove_file(cfg.runtime_dir.join("events.sock"));
+    let _ = std::fs::remove_file(cfg.runtime_dir.join(conn::SOCKET_NAME));
     let _ = std::fs::remove_file(&ctl_path);
     Ok(())
 }

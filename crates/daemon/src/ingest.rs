@@ -25,7 +25,7 @@ use nix::sys::socket::{
 use pcstream_placement::online;
 use pcstream_placement::wire;
 use std::io::IoSliceMut;
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::UnixDatagram;
 use std::path::Path;
@@ -49,6 +49,9 @@ pub enum DatagramError {
     /// Not an `EventBatch`.
     #[error("datagram is not an EventBatch: {0}")]
     Decode(String),
+    /// A connection to `events.seq` that sent no record in time.
+    #[error("connection sent no record within {0:?}")]
+    NoRecord(std::time::Duration),
 }
 
 /// Decodes one datagram's payload (`online::decode_batch`, fuzzed by
@@ -165,14 +168,14 @@ const RECORD_HEAD: usize = 13;
 /// one, so the two buffers are allocated once and reused: no allocation
 /// per datagram, and the daemon's memory stays what its tables need.
 #[derive(Debug, Default)]
-struct Queue {
+pub(crate) struct Queue {
     pending: Mutex<Vec<u8>>,
     filled: Condvar,
     drained: Condvar,
 }
 
 impl Queue {
-    fn push(&self, item: Received<'_>) {
+    pub(crate) fn push(&self, item: Received<'_>) {
         let (kind, uid, pid, payload): (u8, u32, u32, &[u8]) = match item {
             Ok((uid, pid, b)) => (0, uid, pid, b),
             Err(DatagramError::Truncated(cap)) => {
@@ -224,9 +227,9 @@ fn framed(mut buf: &[u8]) -> impl Iterator<Item = Received<'_>> {
     })
 }
 
-/// Starts the receiver and the ingester threads; they run until the
-/// process exits.
-pub fn spawn(sock: UnixDatagram, shared: Arc<Shared>) -> anyhow::Result<()> {
+/// Starts the receiver, the connection ([`crate::conn`]) and the ingester
+/// threads; they run until the process exits.
+pub fn spawn(sock: UnixDatagram, conn: OwnedFd, shared: Arc<Shared>) -> anyhow::Result<()> {
     let max = shared
         .config
         .lock()
@@ -238,6 +241,12 @@ pub fn spawn(sock: UnixDatagram, shared: Arc<Shared>) -> anyhow::Result<()> {
         .name("pcstreamd-recv".into())
         .spawn(move || receive(&sock, &q, max))
         .map_err(|e| anyhow::anyhow!("cannot start the event receiver thread: {e}"))?;
+    let q = queue.clone();
+    let sh = shared.clone();
+    std::thread::Builder::new()
+        .name("pcstreamd-conn".into())
+        .spawn(move || crate::conn::serve(conn, &q, max, &|e| refused(&e, &sh)))
+        .map_err(|e| anyhow::anyhow!("cannot start the connection thread: {e}"))?;
     std::thread::Builder::new()
         .name("pcstreamd-ingest".into())
         .spawn(move || {
@@ -290,12 +299,15 @@ fn ingest_one(item: Received<'_>, shared: &Shared) {
             engine.ingest_in(uid, pid, &b, &mut |f| classifier.spec(f));
             shared.after_change(inner);
         }
-        Err(e) => {
-            let n = shared.counters.malformed.fetch_add(1, Ordering::Relaxed);
-            if n < 10 || n.is_power_of_two() {
-                tracing::warn!(error = %e, malformed = n + 1, "datagram rejected");
-            }
-        }
+        Err(e) => refused(&e, shared),
+    }
+}
+
+/// Counts (and now and then logs) a refused datagram or connection.
+fn refused(e: &DatagramError, shared: &Shared) {
+    let n = shared.counters.malformed.fetch_add(1, Ordering::Relaxed);
+    if n < 10 || n.is_power_of_two() {
+        tracing::warn!(error = %e, malformed = n + 1, "datagram rejected");
     }
 }
 

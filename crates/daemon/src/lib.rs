@@ -1,5 +1,5 @@
 //! pcstreamd, the online loop of pcstream: shims send their events to
-//! `events.sock` ([`ingest`]); the engine (`pcstream_placement::online`, the
+//! `events.seq` ([`conn`]) or `events.sock` ([`ingest`]); the engine (`pcstream_placement::online`, the
 //! same `pcstream` policy `compare` runs) learns each program context's
 //! lifetime per uid and learning domain (where the file's device takes
 //! placement from, [`domains`]); the mapping is published as a shared-memory table the
@@ -12,6 +12,7 @@
 #![deny(missing_docs)]
 
 pub mod config;
+pub mod conn;
 pub mod daemon;
 pub mod domains;
 pub mod ingest;

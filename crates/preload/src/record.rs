@@ -1,17 +1,22 @@
 //! Where batches go: the per-process trace file (record mode) and the
-//! daemon's datagram socket.
+//! daemon: its connection socket `events.seq` (`SOCK_SEQPACKET`, one
+//! connection per batch: the listen backlog, not the kernel's datagram
+//! queue, bounds what waits for the daemon) when it has one, else its
+//! datagram socket `events.sock`.
 //!
 //! The shim holds **no descriptor between flushes**: every trace record is
 //! appended by opening the trace file (`O_APPEND`), one `writev`, and
-//! closing it; every datagram goes out through a socket created for that
-//! send (`sendto` with `MSG_DONTWAIT`, then closed). So an application that
+//! closing it; every batch goes to the daemon through a socket created for
+//! that send (non-blocking `connect` + `sendmsg`, or `sendmsg` of a
+//! datagram, with `MSG_DONTWAIT`, then closed). So an application that
 //! closes descriptors it does not know (`closefrom`, `close_range`, a close
 //! loop), duplicates onto a number (`F_DUPFD`, `dup2`), or probes one
 //! (`fcntl`, `write`, `lseek`) sees exactly what it would see without the
 //! shim, and no trace byte can land in a file the application opened later
 //! on a number the shim once held. The flush path uses raw syscalls (not
 //! libc's cancellation points, not our own interposed entry points). Cost:
-//! three syscalls more per 16 KiB batch (`docs/shim.md`, "Descriptors").
+//! three syscalls more per 16 KiB batch, four through a connection
+//! (`docs/shim.md`, "Descriptors").
 //!
 //! A record is written whole or not at all: an append that the file system
 //! accepts only in part (`ENOSPC`, `EFBIG`) is cut back to where it began,
@@ -92,6 +97,9 @@ static TRACE_PATH: PathSlot = PathSlot::new();
 static LOST_PATH: PathSlot = PathSlot::new();
 static RECORD_LOST: AtomicU64 = AtomicU64::new(0);
 static SOCK_PATH: PathSlot = PathSlot::new();
+/// The daemon's connection socket (`SOCK_SEQPACKET`, `events.seq` beside
+/// `events.sock`), when it had one as the shim turned on.
+static CONN_PATH: PathSlot = PathSlot::new();
 static PID: AtomicU32 = AtomicU32::new(0);
 static SEQ: AtomicU64 = AtomicU64::new(0);
 
@@ -224,8 +232,18 @@ pub fn socket_on() -> bool {
     SOCK_PATH.is_on()
 }
 
+/// The daemon's connection socket beside its datagram socket `path`:
+/// `path` without a trailing `.sock`, plus `.seq` (`events.sock` →
+/// `events.seq`).
+pub fn conn_path_of(path: &[u8]) -> Vec<u8> {
+    let mut p = path.strip_suffix(b".sock").unwrap_or(path).to_vec();
+    p.extend_from_slice(b".seq");
+    p
+}
+
 /// Uses the daemon socket at `path` if it exists (at init, or once when a
-/// daemon appears later: `live.rs`, while the slot is off).
+/// daemon appears later: `live.rs`, while the slot is off), and its
+/// connection socket ([`conn_path_of`]) if that exists too.
 pub fn open_socket(path: &Path) -> bool {
     let bytes = path.as_os_str().as_bytes();
     // SAFETY: sockaddr_un is plain data; zero is a valid value.
@@ -233,14 +251,19 @@ pub fn open_socket(path: &Path) -> bool {
     if bytes.len() >= addr.sun_path.len() || !path.exists() {
         return false;
     }
+    let conn = conn_path_of(bytes);
+    CONN_PATH.off();
+    if conn.len() < addr.sun_path.len() && Path::new(std::ffi::OsStr::from_bytes(&conn)).exists() {
+        CONN_PATH.set(&conn);
+    }
     SOCK_PATH.set(bytes)
 }
 
-/// Sends after a full daemon queue (EAGAIN) before the batch is dropped.
+/// Tries after a full queue (EAGAIN) before the batch is dropped.
 const SEND_RETRIES: u32 = 4;
 
-/// Sends one datagram to the daemon through a socket made for it.
-fn send_datagram(path: &[u8; PATH_CAP], iov: &[iovec]) -> bool {
+/// `sockaddr_un` of a NUL-terminated path slot, and its length.
+fn unix_addr(path: &[u8; PATH_CAP]) -> (libc::sockaddr_un, libc::socklen_t) {
     // SAFETY: sockaddr_un is plain data; zero is a valid value.
     let mut addr: libc::sockaddr_un = unsafe { std::mem::zeroed() };
     addr.sun_family = libc::AF_UNIX as libc::sa_family_t;
@@ -253,25 +276,56 @@ fn send_datagram(path: &[u8; PATH_CAP], iov: &[iovec]) -> bool {
         *d = *s as libc::c_char;
     }
     let alen = (std::mem::size_of::<libc::sa_family_t>() + n + 1) as libc::socklen_t;
+    (addr, alen)
+}
+
+/// Runs `op` again after each of up to [`SEND_RETRIES`] `sched_yield`s
+/// while it fails with `EAGAIN`: never a wait (a stopped or stuck daemon
+/// costs that many yields per batch).
+fn retry_full(mut op: impl FnMut() -> Result<c_long, c_int>) -> Result<c_long, c_int> {
+    let mut r = op();
+    for _ in 0..SEND_RETRIES {
+        if r != Err(libc::EAGAIN) {
+            break;
+        }
+        // SAFETY: sched_yield has no arguments and no preconditions.
+        unsafe { libc::syscall(libc::SYS_sched_yield) };
+        r = op();
+    }
+    r
+}
+
+/// A `socket(AF_UNIX, kind | SOCK_CLOEXEC, 0)` for one send.
+fn sys_socket(kind: c_int) -> Result<c_int, c_int> {
     // SAFETY: plain socket(2) call.
-    let Ok(fd) = sys(unsafe {
+    sys(unsafe {
         libc::syscall(
             libc::SYS_socket,
             libc::AF_UNIX,
-            libc::SOCK_DGRAM | libc::SOCK_CLOEXEC,
+            kind | libc::SOCK_CLOEXEC,
             0,
         )
-    }) else {
-        return false;
-    };
+    })
+    .map(|fd| fd as c_int)
+}
+
+/// `sendmsg(fd, iov, MSG_DONTWAIT | MSG_NOSIGNAL)` to `addr` (or to the
+/// connected peer), retried on a full queue; whether all of it went.
+fn send_iov(
+    fd: c_int,
+    addr: Option<&mut (libc::sockaddr_un, libc::socklen_t)>,
+    iov: &[iovec],
+) -> bool {
     let total: usize = iov.iter().map(|v| v.iov_len).sum();
     // SAFETY: msghdr is plain data; zero is valid.
     let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-    msg.msg_name = &mut addr as *mut libc::sockaddr_un as *mut c_void;
-    msg.msg_namelen = alen;
+    if let Some((a, len)) = addr {
+        msg.msg_name = a as *mut libc::sockaddr_un as *mut c_void;
+        msg.msg_namelen = *len;
+    }
     msg.msg_iov = iov.as_ptr() as *mut iovec;
     msg.msg_iovlen = iov.len();
-    let send = || {
+    let r = retry_full(|| {
         // SAFETY: msg points to live buffers for the duration of the call.
         sys(unsafe {
             libc::syscall(
@@ -281,24 +335,84 @@ fn send_datagram(path: &[u8; PATH_CAP], iov: &[iovec]) -> bool {
                 libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL,
             )
         })
-    };
-    let mut r = send();
-    // The kernel queues at most net.unix.max_dgram_qlen datagrams for the
-    // daemon (10 by default; pcstreamd raises its socket's to 1024 when it
-    // may), whose receiver thread drains them within microseconds
-    // when it gets a CPU: a full queue gets a few yields of this thread's
-    // CPU before the batch counts as dropped. Never a wait: a stopped or
-    // stuck daemon costs SEND_RETRIES yields per batch.
-    for _ in 0..SEND_RETRIES {
-        if r != Err(libc::EAGAIN) {
-            break;
-        }
-        // SAFETY: sched_yield has no arguments and no preconditions.
-        unsafe { libc::syscall(libc::SYS_sched_yield) };
-        r = send();
-    }
-    sys_close(fd as c_int);
+    });
     r == Ok(total as c_long)
+}
+
+/// Sends one datagram to the daemon through a socket made for it.
+///
+/// The kernel queues at most `net.unix.max_dgram_qlen` datagrams for the
+/// daemon (10 by default; pcstreamd raises its socket's to 1024 when it
+/// may): a full queue gets a few yields of this thread's CPU before the
+/// batch counts as dropped. The transport of a daemon without a
+/// connection socket (an older one, a test's bare datagram socket).
+fn send_datagram(path: &[u8; PATH_CAP], iov: &[iovec]) -> bool {
+    let mut addr = unix_addr(path);
+    let Ok(fd) = sys_socket(libc::SOCK_DGRAM) else {
+        return false;
+    };
+    let ok = send_iov(fd, Some(&mut addr), iov);
+    sys_close(fd);
+    ok
+}
+
+/// What a send through the connection socket came to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Conn {
+    Sent,
+    Failed,
+    /// No one listens there (the daemon restarted without it): use the
+    /// datagram socket.
+    Absent,
+}
+
+/// Sends one batch as the only record of a `SOCK_SEQPACKET` connection
+/// made for it (non-blocking `connect`, `sendmsg`, `close`).
+///
+/// The daemon's listen backlog (up to `net.core.somaxconn`, 4096 by
+/// default), not `max_dgram_qlen`, bounds how many batches wait for it,
+/// and each waits in its own connection's buffer: the 10 datagrams of the
+/// kernel's default queue, all a hardened daemon gets, no longer decide
+/// what is lost. The kernel records the connecting process's pid and uid
+/// (`SO_PEERCRED`), as `SCM_CREDENTIALS` did on a datagram. A stopped
+/// daemon: the backlog fills, `connect` says `EAGAIN`, and after a few
+/// yields the batch is dropped and counted.
+fn send_conn(path: &[u8; PATH_CAP], iov: &[iovec]) -> Conn {
+    let (addr, alen) = unix_addr(path);
+    let Ok(fd) = sys_socket(libc::SOCK_SEQPACKET | libc::SOCK_NONBLOCK) else {
+        return Conn::Failed;
+    };
+    let r = retry_full(|| {
+        // SAFETY: addr is a valid sockaddr_un of length alen.
+        sys(unsafe {
+            libc::syscall(
+                libc::SYS_connect,
+                fd,
+                &addr as *const libc::sockaddr_un,
+                alen,
+            )
+        })
+    });
+    let out = match r {
+        Ok(_) if send_iov(fd, None, iov) => Conn::Sent,
+        Err(libc::ENOENT | libc::ECONNREFUSED) => Conn::Absent,
+        _ => Conn::Failed,
+    };
+    sys_close(fd);
+    out
+}
+
+/// Sends one batch to the daemon: through its connection socket when it
+/// has one, else as a datagram.
+fn send_to_daemon(sock: &[u8; PATH_CAP], iov: &[iovec]) -> bool {
+    if let Some(conn) = CONN_PATH.get() {
+        match send_conn(conn, iov) {
+            Conn::Sent => return true,
+            Conn::Failed => return false,
+            Conn::Absent => {}
+        }
+    }
+    send_datagram(sock, iov)
 }
 
 /// What the trace header says about this process.
@@ -422,7 +536,7 @@ pub fn emit_batch(events: &[u8], count: u32) -> bool {
                 iov_len: events.len(),
             },
         ];
-        lost |= !send_datagram(path, &iov);
+        lost |= !send_to_daemon(path, &iov);
     }
 
     if let Some(path) = TRACE_PATH.get() {
