@@ -94,8 +94,8 @@ daemon_down() { kill -TERM $DPID; wait $DPID; }
 # (empty: no shim).
 # RocksDB writes its SSTs with direct I/O (--use_direct_io_for_flush_and_compaction):
 # on F2FS (7.3) data written back by fsync/fdatasync goes to the hot log
-# whatever the file's hint (docs/results-fdp.md, "What F2FS does with a
-# hint"), and RocksDB fsyncs every SST; direct I/O bypasses that. Every
+# whatever the file's hint ("How Linux delivers placement",
+# hint", docs/nvme.md), and RocksDB fsyncs every SST; direct I/O bypasses that. Every
 # policy runs with the same options.
 wl_rocksdb() { # fillrandom of RDB_KEYS keys, then RDB_OPS overwrites of them
   set -- "$1" --db="$1/db" --wal_dir="$1/db" --use_direct_io_for_flush_and_compaction=true \
