@@ -94,9 +94,9 @@ daemon_down() { kill -TERM $DPID; wait $DPID; }
 # (empty: no shim).
 # RocksDB writes its SSTs with direct I/O (--use_direct_io_for_flush_and_compaction):
 # on F2FS (7.3) data written back by fsync/fdatasync goes to the hot log
-# whatever the file's hint ("How Linux delivers placement",
-# hint", docs/nvme.md), and RocksDB fsyncs every SST; direct I/O bypasses that. Every
-# policy runs with the same options.
+# whatever the file's hint (docs/nvme.md, "How Linux delivers placement"),
+# and RocksDB fsyncs every SST; direct I/O bypasses that. Every policy runs
+# with the same options.
 wl_rocksdb() { # fillrandom of RDB_KEYS keys, then RDB_OPS overwrites of them
   set -- "$1" --db="$1/db" --wal_dir="$1/db" --use_direct_io_for_flush_and_compaction=true \
     --num=$RDB_KEYS --value_size=1000 --compression_type=none \
