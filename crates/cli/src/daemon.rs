@@ -501,7 +501,7 @@ fn streams_text(r: &wire::StreamsReply) -> String {
             } else {
                 x.devices.join("; ")
             };
-            s.push_str(&format!("  {domain} domain: arrives at {arrive}\n"));
+            s.push_str(&format!("  {domain} domain, devices (path): {arrive}\n"));
         }
         let uid = if x.uid == u32::MAX {
             "all".into()
