@@ -13,16 +13,17 @@
 //! ([`SLOTS`] words, one per device, no allocation, no lock: a word holds
 //! a hash of the device number and the class, so a reader sees a whole
 //! entry or none). Classification runs when a descriptor's table entry is
-//! made (`files::set`, at open) and for descriptors without an entry; the
-//! entry keeps one bit (`FdInfo::salted`), so a write to a file in the
-//! default domain pays a test of a bit it already loaded. A `FileId` with
+//! made (`files::set`, at open) and for descriptors without an entry
+//! (`files::info`). Until the process meets a device outside the default
+//! domain ([`any_salted`], one flag), a write looks its signature up as
+//! before; after, its device's word is read too. A `FileId` with
 //! `ino == 0` (a raw block device node, `dev` = its `st_rdev`) is keyed in
 //! that device's `raw` domain.
 
 use crate::events::FileId;
 use pcstream_placement::delivery::{self, F2FS_SALT};
 use pcstream_placement::signature::mix64;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 /// Devices remembered (a process writes to a few file systems).
 pub const SLOTS: usize = 64;
@@ -33,6 +34,15 @@ const F2FS: u64 = 2;
 #[allow(clippy::declare_interior_mutable_const)]
 const ZERO: AtomicU64 = AtomicU64::new(0);
 static TABLE: [AtomicU64; SLOTS] = [ZERO; SLOTS];
+/// Whether a device outside the default domain was classified.
+static ANY_SALTED: AtomicBool = AtomicBool::new(false);
+
+/// Whether this process has met a file outside the default domain (then
+/// writes are keyed by [`key`]).
+#[inline(always)]
+pub fn any_salted() -> bool {
+    ANY_SALTED.load(Ordering::Relaxed)
+}
 
 #[inline(always)]
 fn tag(dev: u64) -> (usize, u64) {
@@ -54,6 +64,9 @@ fn cached(dev: u64) -> u64 {
 
 fn remember(dev: u64, class: u64) {
     let (i, t) = tag(dev);
+    if class != HINTS {
+        ANY_SALTED.store(true, Ordering::Relaxed);
+    }
     TABLE[i].store(t | class, Ordering::Relaxed);
 }
 
@@ -89,15 +102,15 @@ fn class_of(fd: i32, dev: u64) -> u64 {
     }
 }
 
-/// Whether writes to `fd` (on device `dev`, a regular file) are looked up
-/// under a salted key (a domain other than `hints`).
-pub fn salted(fd: i32, st_dev: u64) -> bool {
+/// Classifies the device of a regular file open as `fd` (once per
+/// device); returns whether its writes are looked up under a salted key
+/// (a domain other than `hints`).
+pub fn classify(fd: i32, st_dev: u64) -> bool {
     class_of(fd, st_dev) != HINTS
 }
 
-/// The table key of `sig` for a write to file `id` whose descriptor entry
-/// says it is salted (`FdInfo::salted`), or whose `ino` is 0 (a raw block
-/// device node).
+/// The table key of `sig` for a write to file `id` (a classified device;
+/// `ino` 0: a raw block device node).
 #[inline]
 pub fn key(sig: u64, id: FileId) -> u64 {
     if id.ino == 0 {
@@ -121,12 +134,13 @@ mod tests {
         let f = tempfile::tempfile().unwrap();
         let dev = f.metadata().unwrap().dev();
         // This host has no F2FS: a file's key is its signature.
-        assert!(!salted(f.as_raw_fd(), dev));
+        assert!(!classify(f.as_raw_fd(), dev));
         assert_eq!(key(77, FileId { dev, ino: 5 }), 77);
         // A device remembered as F2FS keys like the daemon's f2fs domain.
         let other = dev ^ 0x5555;
         remember(other, F2FS);
-        assert!(salted(-1, other));
+        assert!(classify(-1, other));
+        assert!(any_salted());
         assert_eq!(
             key(77, FileId { dev: other, ino: 5 }),
             table_key(77, Domain::F2fs)
@@ -137,7 +151,7 @@ mod tests {
             table_key(77, Domain::Raw { dev: 42 })
         );
         // A bad descriptor is hints and not remembered.
-        assert!(!salted(-1, dev ^ 0xaaaa));
+        assert!(!classify(-1, dev ^ 0xaaaa));
         assert_eq!(cached(dev ^ 0xaaaa), 0);
     }
 }

@@ -38,8 +38,6 @@ const RAW: u32 = 32;
 const DIRECT: u32 = 64;
 /// The disk's write-stream count (raw entries), in bits 8..16.
 const STREAMS_SHIFT: u32 = 8;
-/// A file outside the default learning domain (`domain.rs`).
-const SALTED: u32 = 128;
 
 /// One cache line per descriptor (a write reads the whole entry right after
 /// its syscall, when the line is usually cold).
@@ -102,9 +100,6 @@ pub struct FdInfo {
     /// Whether it is a block device whose disk has write streams (see
     /// [`raw`] for the rest).
     pub raw: bool,
-    /// Whether its writes are looked up under a salted key (a learning
-    /// domain other than `hints`: `domain.rs`).
-    pub salted: bool,
 }
 
 /// What a raw entry (a block device with write streams) adds.
@@ -155,7 +150,9 @@ fn entry(fd: i32) -> Option<&'static Entry> {
 pub fn set(fd: i32, st: &libc::stat, oflags: i32, may_track: bool) {
     let Some(e) = entry(fd) else { return };
     let regular = st.st_mode & libc::S_IFMT == libc::S_IFREG;
-    let salted = regular && crate::domain::salted(fd, st.st_dev);
+    if regular {
+        crate::domain::classify(fd, st.st_dev);
+    }
     let track = may_track
         && regular
         && oflags & libc::O_ACCMODE == libc::O_WRONLY
@@ -189,8 +186,7 @@ pub fn set(fd: i32, st: &libc::stat, oflags: i32, may_track: bool) {
                 APPEND
             } else {
                 0
-            }
-            | if salted { SALTED } else { 0 },
+            },
         Ordering::Relaxed,
     );
     e.ver
@@ -258,7 +254,6 @@ pub fn get(fd: i32) -> Option<FdInfo> {
         table: true,
         shared: flags & SHARED != 0,
         raw: flags & RAW != 0,
-        salted: flags & SALTED != 0,
     })
 }
 
@@ -377,7 +372,9 @@ pub fn info(fd: i32) -> Option<FdInfo> {
     }
     let st = crate::sys::fstat(fd)?;
     let regular = st.st_mode & libc::S_IFMT == libc::S_IFREG;
-    if !regular {
+    if regular {
+        crate::domain::classify(fd, st.st_dev);
+    } else {
         remember_other(fd, &st);
         // A raw entry is only useful from the table (its device number).
         if let Some(i) = get(fd).filter(|i| i.raw) {
@@ -397,7 +394,6 @@ pub fn info(fd: i32) -> Option<FdInfo> {
         table: false,
         shared: false,
         raw: false,
-        salted: regular && crate::domain::salted(fd, st.st_dev),
     })
 }
 

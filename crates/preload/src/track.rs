@@ -417,12 +417,12 @@ pub(crate) fn live_stream(sig: u64, cached: u32) -> u32 {
 
 /// [`live_stream`] for a write to a file: the live table is asked under
 /// the key of the file's learning domain (`domain.rs`: the signature
-/// itself unless the descriptor is marked salted).
+/// itself while the process has seen no file outside the default domain).
 #[inline(always)]
 fn file_stream(sig: u64, cached: u32, info: files::FdInfo) -> u32 {
     if hint::have_map() {
         cached
-    } else if info.salted {
+    } else if crate::domain::any_salted() {
         salted_stream(sig, info.id)
     } else {
         crate::live::stream(sig)
