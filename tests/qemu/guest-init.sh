@@ -44,6 +44,20 @@ for d in /sys/block/nvme*; do info "$(basename $d) max_write_streams=$(cat $d/qu
 check max-write-streams test "$(cat /sys/block/$B/queue/max_write_streams 2>/dev/null)" = 8
 check mkfs mkfs.ext4 -q -F "$NS"
 check fsck fsck.ext4 -f -n "$NS"
+# pcstreamctl device (no argument): the namespace's write streams as the
+# kernel shows them, and ext4 on it named as a file system hints do not
+# reach. devobj FILE KEY VALUE: the JSON object (up to its first nested
+# one) whose KEY is "VALUE".
+devobj() { tr -d ' \n' <"$1" | grep -o "{[^{}]*\"$2\":\"$3\"[^{}]*" | head -1; }
+has() { devobj "$1" "$2" "$3" | grep -q "$4"; }
+mkdir -p /mnt/e && mount -t ext4 "$NS" /mnt/e
+check device-list pcstreamctl device --json
+cp /tmp/out /tmp/devs.json
+info "device list: $(devobj /tmp/devs.json name "$(basename "$NS")" | head -c 300)"
+info "device list: $(devobj /tmp/devs.json mount_point /mnt/e | head -c 300)"
+check device-list-write-streams has /tmp/devs.json name "$(basename "$NS")" '"max_write_streams":8,'
+check device-list-ext4-hints-do-not-reach has /tmp/devs.json mount_point /mnt/e '"hints_reach_device":false'
+umount /mnt/e
 dd if=/dev/urandom of=/tmp/data bs=1M count=8 2>/dev/null
 SUM=$(md5sum </tmp/data)
 check dd-write dd if=/tmp/data of="$NS" bs=1M seek=600 oflag=direct
@@ -185,6 +199,12 @@ MiB=1048576
 f2fs_up 4430
 check f2fs-mkfs mkfs.f2fs -f -q "$FNS"
 check f2fs-mount mount -t f2fs "$FNS" /mnt/f
+# pcstreamctl device: F2FS on a device with write streams is a path learnt
+# hints take, in three classes.
+pcstreamctl device --json >/tmp/devs.json 2>&1
+info "device list: $(devobj /tmp/devs.json mount_point /mnt/f | head -c 300)"
+check device-list-f2fs-hints-reach has /tmp/devs.json mount_point /mnt/f '"hints_reach_device":true'
+check device-list-f2fs-three-classes has /tmp/devs.json mount_point /mnt/f '"kind":"f2fs".*"classes":3\|"classes":3.*"kind":"f2fs"'
 # The issue's measurement: 8/12/16/24/32/40 MiB with no hint / 0 / SHORT /
 # MEDIUM / LONG / EXTREME.
 for fh in none:-:8192 zero:0:12288 short:2:16384 medium:3:24576 long:4:32768 extreme:5:40960; do
