@@ -151,6 +151,20 @@ pub fn compile_c(src: &Path, out: &Path, flags: &[&str]) {
     );
 }
 
+/// Generates a C code base into `dir` with `bench/gen_cbase.py` (`args`: its
+/// units, headers and further arguments, as the script's usage says), for
+/// the tests that build it with gcc and make.
+pub fn gen_cbase(dir: &Path, args: &[&str]) {
+    let gen = Path::new(env!("CARGO_MANIFEST_DIR")).join("../bench/gen_cbase.py");
+    let st = Command::new("python3")
+        .arg(gen)
+        .arg(dir)
+        .args(args)
+        .status()
+        .expect("run python3 bench/gen_cbase.py");
+    assert!(st.success(), "gen_cbase.py {args:?} failed");
+}
+
 /// Directory holding the C sources used by the tests (`tests/c/`).
 pub fn c_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("c")

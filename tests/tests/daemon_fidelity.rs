@@ -170,12 +170,7 @@ fn a_stdio_heavy_build_gives_the_daemon_what_record_mode_records() {
     require_tool("gcc", "gcc");
     let tmp = tempfile::tempdir().unwrap();
     let src = tmp.path().join("cbase");
-    let gen = concat!(env!("CARGO_MANIFEST_DIR"), "/../bench/gen_cbase.py");
-    let st = Command::new("python3")
-        .args([gen, src.to_str().unwrap(), "4", "4", "300"])
-        .status()
-        .unwrap();
-    assert!(st.success());
+    pcstream_tests::gen_cbase(&src, &["4", "4", "300"]);
     let t = src.join("tmp");
     std::fs::create_dir_all(&t).unwrap();
     let reset = || {

@@ -18,7 +18,6 @@ use pcstream_placement::env as var;
 use pcstream_placement::wire::event::Kind;
 use pcstream_tests::require_tool;
 use std::path::Path;
-use std::process::Command;
 
 /// (bytes written, bytes written in stream 0) of a recorded build.
 fn stream0_share(rec: &app_common::Recorded) -> (u64, u64) {
@@ -54,12 +53,7 @@ fn a_rebuild_after_a_daemon_restart_is_placed_from_the_start() {
     require_tool("gcc", "gcc");
     let tmp = tempfile::tempdir().unwrap();
     let src = tmp.path().join("cbase");
-    let gen = concat!(env!("CARGO_MANIFEST_DIR"), "/../bench/gen_cbase.py");
-    let st = Command::new("python3")
-        .args([gen, src.to_str().unwrap(), "12", "4", "10"])
-        .status()
-        .unwrap();
-    assert!(st.success());
+    pcstream_tests::gen_cbase(&src, &["12", "4", "10"]);
     std::fs::create_dir_all(src.join("tmp")).unwrap();
     let mut d = Daemon::start("");
     let first = stream0_share(&build(&d, &src, &tmp.path().join("rec1")));

@@ -176,12 +176,7 @@ fn online_mapping_equals_offline_pcstream_on_a_stdio_heavy_build() {
     require_tool("gcc", "gcc");
     let tmp = tempfile::tempdir().unwrap();
     let src = tmp.path().join("cbase");
-    let gen = concat!(env!("CARGO_MANIFEST_DIR"), "/../bench/gen_cbase.py");
-    let st = Command::new("python3")
-        .args([gen, src.to_str().unwrap(), "6", "4", "300"])
-        .status()
-        .unwrap();
-    assert!(st.success());
+    pcstream_tests::gen_cbase(&src, &["6", "4", "300"]);
     let t = src.join("tmp");
     std::fs::create_dir_all(&t).unwrap();
     let rec = app_common::record(
