@@ -51,6 +51,11 @@ else
   CAP=1G; RDB_CAP=1G; RDB_KEYS=400000; RDB_OPS=1000000; SQL_ROWS=400000; SQL_TXNS=1600
   RAW_MIB=128; RAW_ROUNDS=160; FIO_SIZE=1024M; FIO_IO=3G
 fi
+# Any size overridden by name (bench/fdp.sh --set NAME=VALUE: fdp.NAME=VALUE).
+for v in CAP RDB_CAP RDB_KEYS RDB_OPS SQL_ROWS SQL_TXNS RAW_MIB RAW_ROUNDS FIO_SIZE FIO_IO; do
+  o=$(arg "$v"); [ -n "$o" ] && { eval "$v=\$o"; info "$v=$o (set)"; }
+done
+POLICIES=$(arg policies)
 
 PORT=4500
 dev_up() { # a fresh device of $1 bytes
@@ -195,10 +200,13 @@ row() { # case policy run
 
 policies() { # the rows of a case, in order (hand-placed after pcstream: its map comes from there)
   case $1 in
-    f2fs-rocksdb) echo none app-hints pcstream pcstream-2 hand-placed ;;
-    ext4-rocksdb) echo none app-hints pcstream ;; # the control: one RUH whatever the policy
-    *) echo none pcstream pcstream-2 hand-placed ;;
+    f2fs-rocksdb) all="none app-hints pcstream pcstream-2 hand-placed" ;;
+    ext4-rocksdb) all="none app-hints pcstream" ;; # the control: one RUH whatever the policy
+    *) all="none pcstream pcstream-2 hand-placed" ;;
   esac
+  for p in $all; do
+    case ,${POLICIES:-$p}, in *,$p,*) echo "$p" ;; esac
+  done
 }
 for n in $(seq 1 "$RUNS"); do
   for c in $(echo "$CASES" | tr ',' ' '); do

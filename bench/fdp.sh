@@ -8,7 +8,14 @@
 # docs/results/fdp.svg (bench/fdp_render.py).
 #
 #   sudo bench/fdp.sh [--runs N] [--scale quick|full] [--cases a,b,...]
+#                     [--policies p,q,...] [--set NAME=VALUE]...
 #                     [--out DIR] [--render-only]
+#
+# --policies keeps only those rows (none, app-hints, pcstream, pcstream-2,
+# hand-placed; hand-placed takes its map from a pcstream row before it);
+# --set overrides one of the scale's sizes (CAP, RDB_CAP, RDB_KEYS,
+# RDB_OPS, SQL_ROWS, SQL_TXNS, RAW_MIB, RAW_ROUNDS, FIO_SIZE, FIO_IO; see
+# bench/fdp-guest.sh), e.g. --set RDB_CAP=320M.
 #
 # Cases: f2fs-rocksdb, f2fs-sqlite, raw-rawlife, raw-fio, ext4-rocksdb
 # (the negative control: ext4 carries no hint to an NVMe device). Needs
@@ -18,20 +25,33 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 runs=3 scale=full cases=f2fs-rocksdb,f2fs-sqlite,raw-rawlife,raw-fio,ext4-rocksdb
-out=$root/bench/out-fdp render_only=0
+out=$root/bench/out-fdp render_only=0 policies= sets=
 while [ $# -gt 0 ]; do
   case $1 in
     --runs) runs=$2; shift 2 ;;
     --scale) scale=$2; shift 2 ;;
     --cases) cases=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
+    --policies) policies=$2; shift 2 ;;
+    --set)
+      case $2 in
+        CAP=*|RDB_CAP=*|RDB_KEYS=*|RDB_OPS=*|SQL_ROWS=*|SQL_TXNS=*|RAW_MIB=*|RAW_ROUNDS=*|FIO_SIZE=*|FIO_IO=*) ;;
+        *) echo "fdp.sh: --set takes NAME=VALUE with NAME one of CAP RDB_CAP RDB_KEYS RDB_OPS SQL_ROWS SQL_TXNS RAW_MIB RAW_ROUNDS FIO_SIZE FIO_IO, not '$2'" >&2; exit 2 ;;
+      esac
+      case ${2#*=} in ''|*[!0-9MG]*) echo "fdp.sh: --set $2: the value must be a number of bytes with an optional M or G" >&2; exit 2 ;; esac
+      sets="$sets fdp.$2"; shift 2 ;;
     --render-only) render_only=1; shift ;;
-    -h|--help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "fdp.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
 case $scale in quick|full) ;; *) echo "fdp.sh: --scale must be quick or full, not '$scale'" >&2; exit 2 ;; esac
 case $runs in ''|*[!0-9]*|0) echo "fdp.sh: --runs must be a positive number, not '$runs'" >&2; exit 2 ;; esac
+for p in ${policies//,/ }; do
+  case $p in none|app-hints|pcstream|pcstream-2|hand-placed) ;;
+    *) echo "fdp.sh: unknown policy '$p' (none, app-hints, pcstream, pcstream-2, hand-placed)" >&2; exit 2 ;;
+  esac
+done
 for c in ${cases//,/ }; do
   case $c in f2fs-rocksdb|f2fs-sqlite|raw-rawlife|raw-fio|ext4-rocksdb) ;;
     *) echo "fdp.sh: unknown case '$c' (f2fs-rocksdb, f2fs-sqlite, raw-rawlife, raw-fio, ext4-rocksdb)" >&2; exit 2 ;;
@@ -44,13 +64,13 @@ if [ "$render_only" = 0 ]; then
   start=$(date +%s)
   # Hours of guest time at full scale: the boot's timeout is generous.
   QEMU_CACHE=$cache QEMU_PACKAGES=rocksdb-tools,sqlite3,fio QEMU_INIT=$root/bench/fdp-guest.sh \
-    QEMU_APPEND="fdp.runs=$runs fdp.scale=$scale fdp.cases=$cases" QEMU_MEM=6144 \
+    QEMU_APPEND="fdp.runs=$runs fdp.scale=$scale fdp.cases=$cases${policies:+ fdp.policies=$policies}$sets" QEMU_MEM=6144 \
     QEMU_TIMEOUT=$((6 * 3600)) QEMU_BOOTS=nvme \
     "$root/tests/qemu/run.sh" | grep -v '^RESULT' || true
   tr -d '\r' <"$cache/console.log" >"$out/console.log"
   grep '^RESULT ' "$out/console.log" >"$out/results.txt" || true
   echo "fdp.sh: $(wc -l <"$out/results.txt") rows in $(( $(date +%s) - start )) s; console log: $out/console.log"
-  { echo "scale=$scale runs=$runs cases=$cases"; grep '^INFO kernel' "$out/console.log" || true;
+  { echo "scale=$scale runs=$runs cases=$cases${policies:+ policies=$policies}${sets:+ set:${sets//fdp./}}"; grep '^INFO kernel' "$out/console.log" || true;
     echo "host $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) vCPUs; $(date -u +%F)"; } >"$out/meta.txt"
 fi
 [ -s "$out/results.txt" ] || { echo "fdp.sh: no RESULT rows in $out/results.txt" >&2; exit 1; }

@@ -20,7 +20,7 @@ use crate::events::{encode_event, Enc, FileId, Kind, WriteEncoder};
 use crate::record;
 use crate::tls::{Thread, NO_SLOT};
 use std::cell::UnsafeCell;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
 /// Batch slots (threads with pending events at once).
 pub const SLOTS: usize = 256;
@@ -229,6 +229,17 @@ const EMPTY: Slot = Slot {
 };
 
 static POOL: [Slot; SLOTS] = [EMPTY; SLOTS];
+/// Slots claimed so far (the highest index + 1; claims fill the pool from
+/// its start): what sweeps, reclaims and a fork child look at. Each slot is
+/// ~25 KiB, so touching all 256 at every process exit (the final sweep) or
+/// fork cost a page fault apiece, ~0.3 ms a process.
+static USED: AtomicUsize = AtomicUsize::new(0);
+
+/// The slots claimed so far.
+#[inline]
+fn used() -> &'static [Slot] {
+    &POOL[..USED.load(Ordering::Acquire).min(SLOTS)]
+}
 static DROPPED: AtomicU64 = AtomicU64::new(0);
 
 /// A slot held by this thread (state BUSY or SWEEP): its cells are ours
@@ -291,11 +302,12 @@ fn claim(tid: u32) -> u32 {
             .is_ok()
         {
             s.tid.store(tid, Ordering::Relaxed);
+            USED.fetch_max(i + 1, Ordering::AcqRel);
             return i as u32 + 1;
         }
     }
     // Reclaim the slot of a thread that exited.
-    for (i, s) in POOL.iter().enumerate() {
+    for (i, s) in used().iter().enumerate() {
         let owner = s.tid.load(Ordering::Relaxed);
         if owner != tid
             && s.state.load(Ordering::Relaxed) == IDLE
@@ -657,10 +669,30 @@ pub fn flush_mine(t: &Thread) {
     }
 }
 
+/// Flushes this thread's pending batch if it started at least `age_ns` ago
+/// (what `fsync`/`fdatasync` do: a server syncing at every commit would
+/// otherwise send a batch per transaction, see [`crate::state::SYNC_FLUSH_NS`]).
+pub fn flush_mine_older(t: &Thread, age_ns: u64) {
+    let idx = t.slot.get();
+    if let Some(mut h) = POOL
+        .get(idx.wrapping_sub(1) as usize)
+        .and_then(acquire_idle)
+    {
+        let (head, _, _) = h.parts();
+        if head.len == 0 && head.nraw == 0 {
+            return;
+        }
+        let (_, old) = head.anchor.now(head.anchor.span(age_ns));
+        if old {
+            flush(&mut h);
+        }
+    }
+}
+
 /// Flushes every idle slot whose batch started before `older_than` (all idle
 /// slots when `None`), e.g. at exit or for threads that went quiet.
 pub fn sweep(older_than: Option<u64>) {
-    for s in POOL.iter() {
+    for s in used() {
         // An age sweep skips, without taking them, slots with nothing old
         // pending (`since` may be stale: the owner or a later sweep flushes
         // them); the final sweep (`None`) looks at every idle slot.
@@ -683,7 +715,7 @@ pub fn sweep(older_than: Option<u64>) {
 
 /// In a fork child: forget the parent's batches and threads.
 pub fn after_fork_child(t: &Thread) {
-    for s in POOL.iter() {
+    for s in used() {
         // SAFETY: the child is single-threaded right after fork; nobody else
         // can own a slot's cells.
         unsafe {
@@ -694,6 +726,7 @@ pub fn after_fork_child(t: &Thread) {
         s.state.store(FREE, Ordering::Relaxed);
         s.tid.store(0, Ordering::Relaxed);
     }
+    USED.store(0, Ordering::Release);
     t.reset_after_fork();
     DROPPED.store(0, Ordering::Relaxed);
 }

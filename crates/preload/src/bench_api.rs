@@ -76,11 +76,14 @@ pub unsafe fn cached(
     unsafe { signature::cached(t, table, record, p) }.map(|(s, stream)| (s.0, stream))
 }
 
-/// Forgets this thread's cached call path (so [`cached`] goes to the
-/// process-wide signature cache, as a thread alternating call paths does).
+/// Forgets this thread's remembered call paths (so [`cached`] goes to the
+/// process-wide signature cache, as a thread cycling through more call
+/// paths than it remembers does).
 #[inline(never)]
 pub fn forget_path(t: &Thread) {
-    t.path_n.set(0);
+    for m in &t.paths {
+        m.clear();
+    }
 }
 
 /// [`hint::install_map`].

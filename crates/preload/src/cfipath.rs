@@ -1,47 +1,49 @@
-//! The thread's remembered CFI-walked call path (code without frame
+//! A thread's remembered CFI-walked call paths (code without frame
 //! pointers, or a frame-pointer chain that breaks in such code): what is
-//! kept when a walk completes (`fix_slots`: where each return address lies
-//! relative to the entry record, and the `rbp` values that holds for) and
-//! the repeat check (`cfi_path_hit`). A child module of `signature.rs`.
+//! kept in a [`PathMemo`] when a walk completes (`fix_slots`: where each
+//! return address lies relative to the entry record, and the `rbp` values
+//! that holds for) and the repeat check (`cfi_path_hit`). A child module
+//! of `signature.rs`.
 
 use super::*;
 
-/// `Thread::path_n` flag: the thread's last path came from a CFI walk
-/// (compare it with [`cfi_path_hit`], not the frame-pointer chain; the
-/// flag makes [`path_hit`] miss, as `n` then exceeds any `k`).
+/// `PathMemo::n` flag: the path came from a CFI walk (compare it with
+/// [`cfi_path_hit`], not the frame-pointer chain; the flag makes
+/// [`path_hit`] miss, as `n` then exceeds any `k`).
 pub(super) const CFI_PATH: u32 = 0x80;
 
-/// `Thread::path_n` flag, with [`CFI_PATH`]: the path ends at the
+/// `PathMemo::n` flag, with [`CFI_PATH`]: the path ends at the
 /// outermost frame with fewer frames than K (a repeat compares those and
 /// is complete; the rule at the last address says there is no caller).
 pub(super) const CFI_END: u32 = 0x100;
 
-/// `Thread::path_n` flag, with [`CFI_PATH`]: some rule on the path takes
+/// `PathMemo::n` flag, with [`CFI_PATH`]: some rule on the path takes
 /// the CFA from `rbp`, so `Thread::path_slots` hold only while the
 /// `Thread::path_checks` do.
 pub(super) const CFI_CHECKS: u32 = 0x200;
 
 /// [`path_hit`] for a path found by the CFI walk: unwinds with the rules
-/// remembered with the path (`Thread::path_rules`: no lookup), comparing
-/// each return address with the thread's last path.
+/// remembered with the path (`PathMemo::rules`: no lookup), comparing
+/// each return address with the remembered ones.
 ///
 /// # Safety
 /// As [`capture`].
 #[inline(always)]
 pub(super) unsafe fn cfi_path_hit(
     t: &Thread,
+    m: &PathMemo,
     table: &Table,
     record: *const usize,
     k: usize,
 ) -> Option<(Signature, u32)> {
-    let flags = t.path_n.get();
+    let flags = m.n.get();
     let n = (flags & 0x7f) as usize;
-    // The thread's last path was found by the CFI walk and has K frames, or
+    // The path was found by the CFI walk and has K frames, or
     // fewer ending at the outermost frame.
     if flags & CFI_PATH == 0 || !(n == k || (flags & CFI_END != 0 && n < k)) || n > PATH_FRAMES {
         return None;
     }
-    if t.path_table.get() != table as *const Table as usize {
+    if m.table.get() != table as *const Table as usize {
         return None;
     }
     let rec = record as usize;
@@ -51,33 +53,33 @@ pub(super) unsafe fn cfi_path_hit(
     }
     // SAFETY: lo <= rec and rec+16 <= hi: inside the stack.
     let (mut rbp, pc) = unsafe { (word(rec), word(rec + 8)) };
-    if pc != t.path[0].get() {
+    if pc != m.addrs[0].get() {
         return None;
     }
-    if t.path_slots[0].get() != 0 && n > 1 {
+    if m.slots[0].get() != 0 && n > 1 {
         // Each return address lies at a fixed offset from the record while
         // the `rbp` values the rules take CFAs from are the remembered ones
         // (`fix_slots` checked what the walk below checks of each CFA and
         // saved `rbp` slot), so the words there are compared directly. The
         // last one is the highest; every `rbp` is read below it.
-        let last = t.path_slots[n - 2].get() as usize;
+        let last = m.slots[n - 2].get() as usize;
         if rec + last + 8 > hi {
             return None;
         }
         if flags & CFI_CHECKS == 0 {
             // Every rule takes the CFA from `rsp`: the offsets are fixed.
             for i in 1..n {
-                let at = rec + t.path_slots[i - 1].get() as usize;
+                let at = rec + m.slots[i - 1].get() as usize;
                 // SAFETY: rec + 16 <= at <= rec + last, and rec + last + 8 <= hi.
-                if unsafe { word(at) } != t.path[i].get() {
+                if unsafe { word(at) } != m.addrs[i].get() {
                     return None;
                 }
             }
-            return Some((Signature(t.path_sig.get()), t.path_stream.get()));
+            return Some((Signature(m.sig.get()), m.stream.get()));
         }
         let mut same = true;
         for i in 1..n {
-            let c = t.path_checks[i - 1].get();
+            let c = m.checks[i - 1].get();
             if c != 0 {
                 // SAFETY: the offset is below the frame's CFA, <= last + 8.
                 let v = unsafe { word(rec + (c as u32) as usize) };
@@ -87,21 +89,21 @@ pub(super) unsafe fn cfi_path_hit(
                     break;
                 }
             }
-            let at = rec + t.path_slots[i - 1].get() as usize;
+            let at = rec + m.slots[i - 1].get() as usize;
             // SAFETY: rec + 16 <= at <= rec + last, and rec + last + 8 <= hi.
-            if unsafe { word(at) } != t.path[i].get() {
+            if unsafe { word(at) } != m.addrs[i].get() {
                 return None;
             }
         }
         if same {
-            return Some((Signature(t.path_sig.get()), t.path_stream.get()));
+            return Some((Signature(m.sig.get()), m.stream.get()));
         }
     }
     let mut rsp = rec + 16;
     for i in 1..n {
         // The rule at this frame's return address (= path[i - 1], checked),
         // remembered with the path.
-        let r = crate::cfi::Rule::unpack(t.path_rules[i - 1].get())?;
+        let r = crate::cfi::Rule::unpack(m.rules[i - 1].get())?;
         let cfa = if r.cfa_rbp { rbp } else { rsp }.wrapping_add(r.cfa_off as usize);
         if cfa & 7 != 0 || cfa < rsp + 8 || cfa > hi {
             return None;
@@ -116,16 +118,16 @@ pub(super) unsafe fn cfi_path_hit(
             // SAFETY: rsp <= at and at + 8 <= hi: inside the stack.
             rbp = unsafe { word(at) };
         }
-        if ra != t.path[i].get() {
+        if ra != m.addrs[i].get() {
             return None;
         }
         rsp = cfa;
     }
-    Some((Signature(t.path_sig.get()), t.path_stream.get()))
+    Some((Signature(m.sig.get()), m.stream.get()))
 }
 
-/// Fills `Thread::path_slots` and `Thread::path_checks` for the path
-/// `raw` just unwound from `record` with `Thread::path_rules`: replays the
+/// Fills `m.slots` and `m.checks` for the path `raw` just unwound from
+/// `record` with `m.rules`: replays the
 /// walk on this stack, and keeps, per frame, where its return address lies
 /// (an offset from the record) and, for a rule that takes the CFA from
 /// `rbp`, the `rbp` value it was computed from (as an offset from the
@@ -138,7 +140,12 @@ pub(super) unsafe fn cfi_path_hit(
 ///
 /// # Safety
 /// As [`capture`].
-pub(super) unsafe fn fix_slots(t: &Thread, record: *const usize, raw: &Raw) -> Option<bool> {
+pub(super) unsafe fn fix_slots(
+    t: &Thread,
+    m: &PathMemo,
+    record: *const usize,
+    raw: &Raw,
+) -> Option<bool> {
     let rec = record as usize;
     let (_, hi) = stack_bounds(t, rec);
     if rec & 7 != 0 || rec + 16 > hi {
@@ -150,7 +157,7 @@ pub(super) unsafe fn fix_slots(t: &Thread, record: *const usize, raw: &Raw) -> O
     let mut rbp_from = 0usize; // where `rbp` was read, from the record
     let mut rsp = 16usize; // offsets from the record
     for i in 0..raw.n - 1 {
-        let r = crate::cfi::Rule::unpack(t.path_rules[i].get())?;
+        let r = crate::cfi::Rule::unpack(m.rules[i].get())?;
         let mut check = 0u64;
         let cfa = if r.cfa_rbp {
             let v = rbp.checked_sub(rec).filter(|&v| v < 1 << 31)?;
@@ -176,8 +183,8 @@ pub(super) unsafe fn fix_slots(t: &Thread, record: *const usize, raw: &Raw) -> O
             rbp = unsafe { word(rec + at) };
             rbp_from = at;
         }
-        t.path_slots[i].set((cfa - 8) as u32);
-        t.path_checks[i].set(check);
+        m.slots[i].set((cfa - 8) as u32);
+        m.checks[i].set(check);
         rsp = cfa;
     }
     Some(any)

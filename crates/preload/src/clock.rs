@@ -8,8 +8,12 @@
 //! then refined as the span since initialisation doubles). One rate per
 //! batch keeps a batch's times ordered. Batches live ≤ `PCSTREAM_FLUSH_MS`,
 //! so interpolation error stays in the microseconds. Without an invariant
-//! TSC (`constant_tsc` and `nonstop_tsc` in /proc/cpuinfo), or before the
-//! first calibration, every event reads `clock_gettime`.
+//! TSC, or before the first calibration, every event reads
+//! `clock_gettime`. The TSC counts as invariant when CPUID says so (leaf
+//! 8000_0007h, EDX bit 8: what Linux turns into `constant_tsc` and
+//! `nonstop_tsc`) or when the kernel's own clock source is `tsc`. Not
+//! `/proc/cpuinfo`: the kernel formats every CPU's entry for it, ~150 µs
+//! of every process's start (a build's hundreds of short processes).
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
@@ -41,15 +45,21 @@ pub fn precise_ns() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
-/// Sets the calibration base (library constructor). Reads /proc/cpuinfo.
+/// Whether the TSC ticks at a constant rate in every P- and C-state:
+/// CPUID's invariant-TSC bit, else the kernel using the TSC as its clock
+/// source (a hypervisor may hide the bit and still give a stable TSC).
+fn invariant_tsc() -> bool {
+    use core::arch::x86_64::__cpuid;
+    // Leaf 8000_0000h gives the highest extended leaf, asked before
+    // leaf 8000_0007h.
+    let bit = __cpuid(0x8000_0000).eax >= 0x8000_0007 && __cpuid(0x8000_0007).edx & (1 << 8) != 0;
+    bit || std::fs::read("/sys/devices/system/clocksource/clocksource0/current_clocksource")
+        .is_ok_and(|s| s.trim_ascii() == b"tsc")
+}
+
+/// Sets the calibration base (library constructor).
 pub fn init() {
-    let invariant = std::fs::read_to_string("/proc/cpuinfo")
-        .map(|s| {
-            let flags = s.lines().find(|l| l.starts_with("flags")).unwrap_or("");
-            let has = |f: &str| flags.split_whitespace().any(|x| x == f);
-            has("constant_tsc") && has("nonstop_tsc")
-        })
-        .unwrap_or(false);
+    let invariant = invariant_tsc();
     BASE_TSC.store(rdtsc(), Ordering::Relaxed);
     BASE_NS.store(precise_ns(), Ordering::Relaxed);
     USE_TSC.store(invariant, Ordering::Release);

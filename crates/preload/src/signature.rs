@@ -23,7 +23,7 @@ use crate::callsite::{called_from, MAYBE, STARTS, VERDICTS, YES};
 use crate::config::{Unwind, MAX_FRAMES};
 use crate::modules::Table;
 pub use crate::stack::{init_stack_facts, stack_bounds};
-use crate::tls::{Thread, PATH_FRAMES};
+use crate::tls::{PathMemo, Thread, PATHS, PATH_FRAMES};
 use pcstream_placement::signature::{Signature, SignatureBuilder};
 use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -229,34 +229,37 @@ pub unsafe fn capture_into(
         // path is shorter than K, and a repeat has nothing to unwind
         // there); a path with any frame whose rule cannot be packed is not
         // remembered.
+        let slot = victim(t, &raw);
+        let m = &t.paths[slot];
+        // The memo is rewritten: nothing may compare against it meanwhile.
+        m.clear();
         let mut ok = true;
         for (i, &ra) in addrs[..n - 1].iter().enumerate() {
             let r = crate::cfi::rule(table, ra).map_or(0, crate::cfi::Rule::pack);
             ok &= r != 0;
-            t.path_rules[i].set(r);
+            m.rules[i].set(r);
         }
         // Where each return address lies, from the record.
         let mut checks = 0;
         // SAFETY: forwarded caller contract (the record on this stack).
-        match ok.then(|| unsafe { fix_slots(t, record, &raw) }).flatten() {
+        match ok
+            .then(|| unsafe { fix_slots(t, m, record, &raw) })
+            .flatten()
+        {
             Some(true) => checks = CFI_CHECKS,
             Some(false) => {}
-            None => t.path_slots[0].set(0),
+            None => m.slots[0].set(0),
         }
         if ok {
-            remember_path(t, table, &raw, out.signature.0, out.stream);
+            remember_in(t, slot, table, &raw, out.signature.0, out.stream);
             let end = if n < k { CFI_END } else { 0 };
-            t.path_n.set(n as u32 | CFI_PATH | end | checks);
-        } else if t.path_n.get() & CFI_PATH != 0 {
-            // The rules and offsets just written belong to no remembered
-            // path: the thread's last CFI path must not be compared with them.
-            t.path_n.set(0);
+            m.n.set(n as u32 | CFI_PATH | end | checks);
         }
     }
 }
 
 /// The signature and stream of the call path behind `record` when it is
-/// this thread's last clean call path ([`path_hit`]) or in the signature
+/// one of this thread's remembered call paths ([`path_hit`]) or in the signature
 /// cache (a clean frame-pointer chain seen before): the cheap part of
 /// [`capture_into`], for callers that do the full capture later when this
 /// misses.
@@ -274,16 +277,18 @@ pub unsafe fn cached(
     if p.unwind == Unwind::Exact || p.unwind == Unwind::Scan || k > CACHED_FRAMES {
         return None;
     }
+    let mru = t.path_mru.get() as usize % PATHS;
     // SAFETY: forwarded caller contract.
-    if let Some(hit) = unsafe { path_hit(t, table, record, k) } {
+    if let Some(hit) = unsafe { path_hit(t, &t.paths[mru], table, record, k) } {
         return Some(hit);
     }
     // SAFETY: forwarded caller contract.
     unsafe { cached_shared(t, table, record, k) }
 }
 
-/// [`cached`] through the process-wide signature cache (out of line: the
-/// thread's own path missed).
+/// [`cached`] when the thread's most recent frame-pointer path missed:
+/// its remembered paths found by the CFI walk, its other remembered path,
+/// then the process-wide signature cache (out of line).
 ///
 /// # Safety
 /// As [`capture`].
@@ -294,19 +299,31 @@ unsafe fn cached_shared(
     record: *const usize,
     k: usize,
 ) -> Option<(Signature, u32)> {
-    if t.path_n.get() & CFI_PATH != 0 {
-        // A path found by the CFI walk (code without frame pointers; only
-        // auto mode records such paths, see `capture_into`).
-        // SAFETY: forwarded caller contract.
-        if let Some(hit) = unsafe { cfi_path_hit(t, table, record, k) } {
-            return Some(hit);
+    let mru = t.path_mru.get() as usize % PATHS;
+    for i in 0..PATHS {
+        let slot = (mru + i) % PATHS;
+        let m = &t.paths[slot];
+        let hit = if m.n.get() & CFI_PATH != 0 {
+            // A path found by the CFI walk (code without frame pointers;
+            // only auto mode records such paths, see `capture_into`).
+            // SAFETY: forwarded caller contract.
+            unsafe { cfi_path_hit(t, m, table, record, k) }
+        } else if i != 0 {
+            // SAFETY: forwarded caller contract.
+            unsafe { path_hit(t, m, table, record, k) }
+        } else {
+            None // `cached` compared it
+        };
+        if hit.is_some() {
+            t.path_mru.set(slot as u32);
+            return hit;
         }
     }
     // SAFETY: forwarded caller contract.
     unsafe { cached_chain(t, table, record, k) }
 }
 
-/// [`cached_shared`] for a path that is not the thread's last: its
+/// [`cached_shared`] for a path the thread does not remember: its
 /// frame-pointer chain looked up in the shared cache.
 ///
 /// # Safety
@@ -332,9 +349,9 @@ unsafe fn cached_chain(
     Some((sig, stream))
 }
 
-/// Whether the chain behind `record` is this thread's last clean call path
-/// (the same `k` raw return addresses, or the same shorter chain ending in
-/// a zero link, under the same module table): its signature and stream.
+/// Whether the chain behind `record` is the clean call path remembered in
+/// `m` (the same `k` raw return addresses, or the same shorter chain ending
+/// in a zero link, under the same module table): its signature and stream.
 /// Only the stack and the thread's own state are read. The addresses were
 /// checked to be code when the path was cached, so only the links are
 /// validated (each higher up the same stack, aligned) before they are
@@ -345,12 +362,13 @@ unsafe fn cached_chain(
 #[inline(always)]
 unsafe fn path_hit(
     t: &Thread,
+    m: &PathMemo,
     table: &Table,
     record: *const usize,
     k: usize,
 ) -> Option<(Signature, u32)> {
-    let n = t.path_n.get() as usize;
-    if n == 0 || n > k || t.path_table.get() != table as *const Table as usize {
+    let n = m.n.get() as usize;
+    if n == 0 || n > k || m.table.get() != table as *const Table as usize {
         return None;
     }
     let rec = record as usize;
@@ -360,7 +378,7 @@ unsafe fn path_hit(
     }
     // SAFETY: lo <= rec and rec+16 <= hi: inside the stack.
     let (mut fp, ret) = unsafe { (word(rec), word(rec + 8)) };
-    if ret != t.path[0].get() {
+    if ret != m.addrs[0].get() {
         return None;
     }
     let mut prev = rec;
@@ -372,7 +390,7 @@ unsafe fn path_hit(
         }
         // SAFETY: prev < fp and fp+16 <= hi: inside the stack.
         let (next, ret) = unsafe { (word(fp), word(fp + 8)) };
-        if ret != t.path[i].get() {
+        if ret != m.addrs[i].get() {
             return None;
         }
         prev = fp;
@@ -381,22 +399,50 @@ unsafe fn path_hit(
     if n < k && fp != 0 {
         return None;
     }
-    Some((Signature(t.path_sig.get()), t.path_stream.get()))
+    Some((Signature(m.sig.get()), m.stream.get()))
 }
 
-/// Makes a clean chain this thread's cached call path.
+/// Which of the thread's path memos a newly found path goes to: the one
+/// already holding the same return addresses (found again after a repeat
+/// missed it, e.g. under another layout), else the least recently used.
+fn victim(t: &Thread, raw: &Raw) -> usize {
+    let mru = t.path_mru.get() as usize % PATHS;
+    for i in 0..PATHS {
+        let m = &t.paths[(mru + i) % PATHS];
+        let n = (m.n.get() & 0x7f) as usize;
+        if n == raw.n && (0..n.min(PATH_FRAMES)).all(|j| m.addrs[j].get() == raw.addrs[j]) {
+            return (mru + i) % PATHS;
+        }
+    }
+    (mru + 1) % PATHS
+}
+
+/// Makes a clean frame-pointer chain one of this thread's remembered call
+/// paths (the most recent).
 #[inline]
 fn remember_path(t: &Thread, table: &Table, raw: &Raw, sig: u64, stream: u32) {
     if raw.n == 0 || raw.n > PATH_FRAMES {
         return;
     }
-    for i in 0..raw.n {
-        t.path[i].set(raw.addrs[i]);
+    remember_in(t, victim(t, raw), table, raw, sig, stream);
+}
+
+/// Writes a path into memo `slot` and makes it the most recent.
+#[inline]
+fn remember_in(t: &Thread, slot: usize, table: &Table, raw: &Raw, sig: u64, stream: u32) {
+    let m = &t.paths[slot];
+    if raw.n == 0 || raw.n > PATH_FRAMES {
+        m.clear();
+        return;
     }
-    t.path_sig.set(sig);
-    t.path_stream.set(stream);
-    t.path_table.set(table as *const Table as usize);
-    t.path_n.set(raw.n as u32);
+    for i in 0..raw.n {
+        m.addrs[i].set(raw.addrs[i]);
+    }
+    m.sig.set(sig);
+    m.stream.set(stream);
+    m.table.set(table as *const Table as usize);
+    m.n.set(raw.n as u32);
+    t.path_mru.set(slot as u32);
 }
 
 // ---------------------------------------------------------------------------
@@ -578,7 +624,9 @@ pub fn clear_cache(t: &Thread) {
     for e in CACHE.iter() {
         e.hash.store(0, Ordering::Relaxed);
     }
-    t.path_n.set(0);
+    for m in &t.paths {
+        m.clear();
+    }
 }
 
 /// # Safety

@@ -55,8 +55,9 @@ fn cap_at(t: &Thread, table: &Table, buf: &[usize; 64], p: Params) -> Captured {
 }
 
 fn hit_at(t: &Thread, table: &Table, buf: &[usize; 64]) -> Option<(Signature, u32)> {
+    let m = &t.paths[t.path_mru.get() as usize % PATHS];
     // SAFETY: as in cap_at.
-    unsafe { path_hit(t, table, buf.as_ptr(), 5) }
+    unsafe { path_hit(t, m, table, buf.as_ptr(), 5) }
 }
 
 fn cached_at(t: &Thread, table: &Table, buf: &[usize; 64], p: Params) -> Option<(Signature, u32)> {
@@ -80,7 +81,8 @@ fn a_thread_repeats_its_last_path_and_notices_any_change() {
         for depth in [7, 3] {
             chain(&mut buf, depth);
             let full = cap_at(t, table, &buf, p);
-            assert_eq!(t.path_n.get() as usize, depth.min(5), "path kept");
+            let m = &t.paths[t.path_mru.get() as usize % PATHS];
+            assert_eq!(m.n.get() as usize, depth.min(5), "path kept");
             let hit = hit_at(t, table, &buf);
             assert_eq!(hit, Some((full.signature, full.stream)));
             let hit = cached_at(t, table, &buf, p);
@@ -112,6 +114,58 @@ fn a_thread_repeats_its_last_path_and_notices_any_change() {
         // Cleared (as in a fork child): nothing the thread cached applies.
         clear_cache(t);
         assert_eq!(hit_at(t, table, &buf), None);
+    });
+}
+
+/// Empties the process-wide signature cache only (the thread's memos stay).
+fn empty_shared_cache() {
+    for e in CACHE.iter() {
+        e.hash.store(0, Ordering::Relaxed);
+    }
+}
+
+#[test]
+fn a_thread_alternating_two_paths_repeats_both_and_forgets_the_oldest_of_three() {
+    init_stack_facts();
+    modules::refresh();
+    let table = modules::table().unwrap();
+    let p = Params {
+        frames: 5,
+        unwind: Unwind::Auto,
+        scan_words: 256,
+    };
+    crate::tls::with(|t| {
+        clear_cache(t);
+        let (mut a, mut b, mut c) = ([0usize; 64], [0usize; 64], [0usize; 64]);
+        chain(&mut a, 6);
+        chain(&mut b, 6);
+        chain(&mut c, 6);
+        b[1] += 8;
+        c[4 + 1] += 8;
+        let sa = cap_at(t, table, &a, p).signature;
+        let sb = cap_at(t, table, &b, p).signature;
+        assert_ne!(sa, sb);
+        // Without the shared cache, both repeat from the thread's memos,
+        // in any order.
+        empty_shared_cache();
+        for _ in 0..3 {
+            assert_eq!(cached_at(t, table, &a, p).map(|h| h.0), Some(sa));
+            assert_eq!(cached_at(t, table, &b, p).map(|h| h.0), Some(sb));
+        }
+        assert_eq!(cached_at(t, table, &b, p).map(|h| h.0), Some(sb));
+        // A third path takes the least recently used memo (a's).
+        let sc = cap_at(t, table, &c, p).signature;
+        assert!(sc != sa && sc != sb);
+        empty_shared_cache();
+        assert_eq!(cached_at(t, table, &a, p), None, "a was forgotten");
+        assert_eq!(cached_at(t, table, &b, p).map(|h| h.0), Some(sb));
+        assert_eq!(cached_at(t, table, &c, p).map(|h| h.0), Some(sc));
+        // Capturing a remembered path again reuses its memo: b and c stay.
+        assert_eq!(cap_at(t, table, &c, p).signature, sc);
+        empty_shared_cache();
+        assert_eq!(cached_at(t, table, &b, p).map(|h| h.0), Some(sb));
+        assert_eq!(cached_at(t, table, &c, p).map(|h| h.0), Some(sc));
+        clear_cache(t);
     });
 }
 
@@ -172,11 +226,12 @@ fn remembered_offsets_hold_while_rbp_does() {
         lay_out(&mut buf, &ra, 4);
         let rec = buf.as_ptr();
         stack_bounds(t, rec as usize);
+        let m = &t.paths[0];
         for (i, r) in rules.iter().enumerate() {
-            t.path_rules[i].set(r.pack());
+            m.rules[i].set(r.pack());
         }
         for (i, &a) in ra.iter().enumerate() {
-            t.path[i].set(a);
+            m.addrs[i].set(a);
         }
         let raw = Raw {
             addrs: [ra[0], ra[1], ra[2], 0, 0, 0, 0, 0],
@@ -184,14 +239,14 @@ fn remembered_offsets_hold_while_rbp_does() {
             hash: 0,
         };
         // SAFETY: rec points to buf, on this stack.
-        assert_eq!(unsafe { fix_slots(t, rec, &raw) }, Some(true));
-        assert_eq!((t.path_slots[0].get(), t.path_slots[1].get()), (40, 64));
-        t.path_sig.set(42);
-        t.path_stream.set(3);
-        t.path_table.set(table as *const Table as usize);
-        t.path_n.set(3 | CFI_PATH | CFI_END | CFI_CHECKS);
+        assert_eq!(unsafe { fix_slots(t, m, rec, &raw) }, Some(true));
+        assert_eq!((m.slots[0].get(), m.slots[1].get()), (40, 64));
+        m.sig.set(42);
+        m.stream.set(3);
+        m.table.set(table as *const Table as usize);
+        m.n.set(3 | CFI_PATH | CFI_END | CFI_CHECKS);
         // SAFETY: as above.
-        let hit = |buf: &[usize; 64]| unsafe { cfi_path_hit(t, table, buf.as_ptr(), 5) };
+        let hit = |buf: &[usize; 64]| unsafe { cfi_path_hit(t, m, table, buf.as_ptr(), 5) };
         assert_eq!(hit(&buf), Some((Signature(42), 3)), "offsets");
         buf[8] += 1;
         assert_eq!(hit(&buf), None, "another return address");
@@ -202,8 +257,8 @@ fn remembered_offsets_hold_while_rbp_does() {
         assert_eq!(hit(&buf), None, "another return address, rules");
         // K frames needed and the path is not marked complete: no hit.
         lay_out(&mut buf, &ra, 4);
-        t.path_n.set(3 | CFI_PATH | CFI_CHECKS);
+        m.n.set(3 | CFI_PATH | CFI_CHECKS);
         assert_eq!(hit(&buf), None, "shorter than K");
-        t.path_n.set(0);
+        m.clear();
     });
 }

@@ -161,6 +161,22 @@ pub fn events_on() -> bool {
     HOT.events.load(Ordering::Relaxed)
 }
 
+/// How old a thread's batch must be for `fsync`/`fdatasync` to flush it
+/// (at most `PCSTREAM_FLUSH_MS`). A sync used to flush every time: under a
+/// live pcstreamd a PostgreSQL backend, which `fdatasync`s its WAL at every
+/// commit, then sent a batch per transaction (a connection to `events.seq`
+/// each) and pgbench ran at 0.56× native tps; a batch at most every 5 ms
+/// keeps what a thread that syncs and then goes quiet leaves unsent that
+/// fresh.
+pub const SYNC_FLUSH_NS: u64 = 5_000_000;
+
+/// The batch age at which a sync flushes ([`SYNC_FLUSH_NS`], or the flush
+/// age when that is shorter).
+#[inline]
+pub fn sync_flush_ns() -> u64 {
+    HOT.flush_ns.load(Ordering::Relaxed).min(SYNC_FLUSH_NS)
+}
+
 /// Pushes an event to this thread's batch.
 pub fn emit(kind: &Kind<'_>) {
     if events_on() {

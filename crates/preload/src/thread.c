@@ -5,4 +5,4 @@
  * library loaded with LD_PRELOAD (its TLS is part of the static block);
  * a dlopen'ed copy uses glibc's static-TLS surplus. */
 __attribute__((tls_model("initial-exec"), aligned(64), visibility("hidden")))
-__thread unsigned char pcstream_thread_state[320];
+__thread unsigned char pcstream_thread_state[576];

@@ -15,15 +15,63 @@
 //!
 //! The first cache line holds what every intercepted write reads (guard,
 //! errno location, stack bounds, batch slot) and the head of the thread's
-//! last clean call path; the second its raw return addresses (see
-//! [`Thread::path`]); the third and fourth, read only for paths the CFI
+//! first remembered call path ([`Thread::paths`]); the second its raw
+//! return addresses; the third and fourth, read only for paths the CFI
 //! walk found, the unwind rules at those addresses and where a repeat of
-//! the path finds them on the stack; the fifth this thread's stdio run.
+//! the path finds them on the stack. The second remembered path follows
+//! (read when the thread alternates paths), then this thread's stdio run.
 
 use std::cell::Cell;
 
 /// Most raw return addresses the per-thread path cache keeps.
 pub const PATH_FRAMES: usize = 8;
+
+/// How many call paths a thread remembers ([`Thread::paths`]).
+pub const PATHS: usize = 2;
+
+/// One remembered call path of a thread (all-zero: none).
+#[derive(Debug)]
+#[repr(C)]
+pub struct PathMemo {
+    /// Frames of the path in [`PathMemo::addrs`] (0: none), with the CFI
+    /// flags of `signature::cfipath` in the high bits.
+    pub n: Cell<u32>,
+    /// Stream of the path's signature.
+    pub stream: Cell<u32>,
+    /// Signature of the path.
+    pub sig: Cell<u64>,
+    /// The module table the path was resolved with (its raw addresses mean
+    /// nothing under another one).
+    pub table: Cell<usize>,
+    /// The raw return addresses of the path (the first `n`).
+    pub addrs: [Cell<usize>; PATH_FRAMES],
+    /// For a path found by the CFI walk: the packed unwind rule
+    /// (`cfi::Rule::pack`) at each of `addrs`, so a repeat of the path
+    /// unwinds with a few loads per frame and no lookup.
+    pub rules: [Cell<u32>; PATH_FRAMES],
+    /// For a path found by the CFI walk: where return address `i + 1`
+    /// lies, as an offset from the entry trampoline's frame record (fixed
+    /// by the rules at the path's addresses while they take the CFA from
+    /// `rsp`, what code without frame pointers has; where a rule takes it
+    /// from `rbp`, fixed as long as [`PathMemo::checks`] holds), so a
+    /// repeat compares one word per frame; `slots[0] == 0`: not known,
+    /// unwind with `rules`.
+    pub slots: [Cell<u32>; PATH_FRAMES],
+    /// With `slots`: for frame `i` whose rule takes the CFA from `rbp`, the
+    /// `rbp` value that puts its CFA where `slots` says, as
+    /// `1 << 63 | (value - record) << 32 | where it is read` (an offset
+    /// from the record: the trampoline's saved `rbp`, or the slot a frame
+    /// below saved it in); 0: the rule takes the CFA from `rsp`.
+    pub checks: [Cell<u64>; PATH_FRAMES],
+}
+
+impl PathMemo {
+    /// Forgets the path.
+    #[inline]
+    pub fn clear(&self) {
+        self.n.set(0);
+    }
+}
 
 /// Everything the shim keeps per thread. All-zero is the initial state
 /// (the TLS block starts zeroed in every thread).
@@ -36,43 +84,20 @@ pub struct Thread {
     pub slot: Cell<u32>,
     /// Cached `gettid()` (0: not read yet; reset in a fork child).
     tid: Cell<u32>,
-    /// Frames of the cached call path in [`Thread::path`] (0: none).
-    pub path_n: Cell<u32>,
-    /// Stream of the cached call path's signature.
-    pub path_stream: Cell<u32>,
+    /// Index of the most recently used of [`Thread::paths`].
+    pub path_mru: Cell<u32>,
     /// `__errno_location()` (null: not asked yet); a thread's errno does
     /// not move, also not in a fork child (same address space layout).
     errno: Cell<*mut i32>,
     /// Bounds `[lo, hi)` of the stack this thread last captured on.
     pub stack: Cell<(usize, usize)>,
-    /// Signature of the cached call path.
-    pub path_sig: Cell<u64>,
-    /// The module table the cached call path was resolved with (its raw
-    /// addresses mean nothing under another one).
-    pub path_table: Cell<usize>,
-    /// The raw return addresses of this thread's last clean frame-pointer
-    /// chain whose signature is known (the first `path_n`): a write from
-    /// the same call path compares its chain against them and is done,
-    /// touching no shared cache line.
-    pub path: [Cell<usize>; PATH_FRAMES],
-    /// For a path found by the CFI walk: the packed unwind rule
-    /// (`cfi::Rule::pack`) at each of `path`'s return addresses, so a
-    /// repeat of the path unwinds with a few loads per frame and no lookup.
-    pub path_rules: [Cell<u32>; PATH_FRAMES],
-    /// For a path found by the CFI walk: where return address `i + 1`
-    /// lies, as an offset from the entry trampoline's frame record (fixed
-    /// by the rules at the path's addresses while they take the CFA from
-    /// `rsp`, what code without frame pointers has; where a rule takes it
-    /// from `rbp`, fixed as long as [`Thread::path_checks`] holds), so a
-    /// repeat compares one word per frame; `path_slots[0] == 0`: not known,
-    /// unwind with `path_rules`.
-    pub path_slots: [Cell<u32>; PATH_FRAMES],
-    /// With `path_slots`: for frame `i` whose rule takes the CFA from
-    /// `rbp`, the `rbp` value that puts its CFA where `path_slots` says,
-    /// as `1 << 63 | (value - record) << 32 | where it is read` (an offset
-    /// from the record: the trampoline's saved `rbp`, or the slot a frame
-    /// below saved it in); 0: the rule takes the CFA from `rsp`.
-    pub path_checks: [Cell<u64>; PATH_FRAMES],
+    /// The thread's last clean call paths whose signatures are known, most
+    /// recently used first by [`Thread::path_mru`]: a write from one of
+    /// them compares its chain against the remembered return addresses and
+    /// is done, touching no shared cache line. Two, so that a thread
+    /// alternating two call paths (a journal and its table, two streams on
+    /// one raw device) repeats both.
+    pub paths: [PathMemo; PATHS],
     /// The file of this thread's last stdio call (`track::stdio`): a call
     /// on it that continues where that one ended (within the gap `putc`
     /// may leave) is the same stdio run, with the run's signature and
@@ -96,7 +121,8 @@ pub struct Thread {
     pub stdio_ptr: Cell<usize>,
 }
 
-const _: () = assert!(std::mem::size_of::<Thread>() == 320);
+// thread.c's `pcstream_thread_state` has exactly this size.
+const _: () = assert!(std::mem::size_of::<Thread>() == 576);
 const _: () = assert!(std::mem::align_of::<Thread>() <= 64);
 
 /// [`Thread::slot`] before the thread claimed a batch slot.
@@ -197,7 +223,8 @@ fn current() -> *const Thread {
 /// Runs `f` with this thread's state.
 #[inline(always)]
 pub fn with<R>(f: impl FnOnce(&Thread) -> R) -> R {
-    // SAFETY: the block is 256 zero-initialised bytes, 64-aligned, private
+    // SAFETY: the block is size_of::<Thread>() zero-initialised bytes (the
+    // size of thread.c's array, kept equal by the assertion above), 64-aligned, private
     // to this thread and alive as long as it; all-zero is a valid Thread
     // (cells of integers, bools and raw pointers), and it is only ever
     // accessed as a Thread (through shared references: interior mutability).
@@ -211,14 +238,14 @@ mod tests {
     #[test]
     fn each_thread_has_its_own_zeroed_state() {
         let here = with(|t| t as *const Thread as usize);
-        with(|t| t.path_n.set(3));
+        with(|t| t.paths[1].n.set(3));
         let (other, n) =
-            std::thread::spawn(|| with(|t| (t as *const Thread as usize, t.path_n.get())))
+            std::thread::spawn(|| with(|t| (t as *const Thread as usize, t.paths[1].n.get())))
                 .join()
                 .unwrap();
         assert_ne!(here, other);
         assert_eq!(n, 0, "a new thread starts from zero");
-        assert_eq!(with(|t| t.path_n.get()), 3);
+        assert_eq!(with(|t| t.paths[1].n.get()), 3);
         assert_eq!(here % 64, 0);
     }
 }

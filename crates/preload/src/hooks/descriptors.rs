@@ -275,13 +275,14 @@ pub unsafe fn lseek(real: &Real<LseekFn>, fd: c_int, off: off_t, whence: c_int, 
     then(real.get(), |f| unsafe { f(fd, off, whence) }, after)
 }
 
-/// `fsync`, `fdatasync`: the thread's batch is flushed.
+/// `fsync`, `fdatasync`: the thread's batch is flushed once it is a few
+/// milliseconds old (`state::SYNC_FLUSH_NS`).
 ///
 /// # Safety
 /// `fsync`'s contract.
 pub unsafe fn sync(real: &Real<FdFn>, fd: c_int, _: Rec) -> c_int {
     let after = |g: &Guard, _| {
-        g.observe(|| crate::batch::flush_mine(g.thread()));
+        g.observe(|| crate::batch::flush_mine_older(g.thread(), state::sync_flush_ns()));
     };
     // SAFETY: forwarding the application's arguments unchanged.
     then(real.get(), |f| unsafe { f(fd) }, after)
