@@ -110,32 +110,46 @@ fn a_stdio_run_from_many_call_sites_is_one_event() {
     let work = tempfile::tempdir().unwrap();
     let rec = tempfile::tempdir().unwrap();
     let file = work.path().join("out.s");
+    // The same again into a second file once the first is closed: the next
+    // stream (the same FILE, its buffer often at the same address) starts
+    // its own run, on its own file from offset 0.
+    let file2 = work.path().join("out2.s");
     let rounds = 20_000u64;
-    Run::record(rec.path()).stdout(&bin, &[file.to_str().unwrap(), &rounds.to_string()]);
+    Run::record(rec.path()).stdout(
+        &bin,
+        &[
+            file.to_str().unwrap(),
+            &rounds.to_string(),
+            file2.to_str().unwrap(),
+        ],
+    );
     let t = only_trace(rec.path());
-    let w = writes_to(&t, &file);
-    let size = std::fs::metadata(&file).unwrap().len();
-    let bytes: u64 = w.iter().map(|e| e.len).sum();
-    assert_eq!(
-        bytes,
-        size - 1,
-        "every byte of the file, putc's included, but the last one's (no call follows it)"
-    );
-    let calls: u64 = w.iter().map(|e| u64::from(e.calls.max(1))).sum();
-    assert_eq!(calls, 3 * rounds, "the interposed calls");
-    let sigs: std::collections::BTreeSet<u64> = w.iter().map(|e| e.signature).collect();
-    assert_eq!(sigs.len(), 1, "the run's first call's signature: {sigs:x?}");
-    let mut at = 0;
-    for e in &w {
-        assert_eq!(e.offset, at, "runs follow each other");
-        at += e.len;
+    for file in [&file, &file2] {
+        let w = writes_to(&t, file);
+        let size = std::fs::metadata(file).unwrap().len();
+        let bytes: u64 = w.iter().map(|e| e.len).sum();
+        assert_eq!(
+            bytes,
+            size - 1,
+            "every byte of {}, putc's included, but the last one's (no call follows it)",
+            file.display()
+        );
+        let calls: u64 = w.iter().map(|e| u64::from(e.calls.max(1))).sum();
+        assert_eq!(calls, 3 * rounds, "the interposed calls");
+        let sigs: std::collections::BTreeSet<u64> = w.iter().map(|e| e.signature).collect();
+        assert_eq!(sigs.len(), 1, "the run's first call's signature: {sigs:x?}");
+        let mut at = 0;
+        for e in &w {
+            assert_eq!(e.offset, at, "runs follow each other");
+            at += e.len;
+        }
+        let runs = size.div_ceil(1 << 20) as usize;
+        assert!(
+            w.len() <= runs + 3,
+            "{} events for {size} bytes ({runs} MiB runs)",
+            w.len()
+        );
     }
-    let runs = size.div_ceil(1 << 20) as usize;
-    assert!(
-        w.len() <= runs + 3,
-        "{} events for {size} bytes ({runs} MiB runs)",
-        w.len()
-    );
 }
 
 /// Decodes one datagram (an encoded `EventBatch`) with the trace reader.

@@ -119,6 +119,11 @@ pub struct Thread {
     pub stdio_base: Cell<usize>,
     /// `_IO_write_ptr` of `stdio_fp` after the last call.
     pub stdio_ptr: Cell<usize>,
+    /// The stream and hint (high half) the run's last event carried, which
+    /// a call continuing the run in the same buffer repeats.
+    pub stdio_sent: Cell<u64>,
+    /// The descriptor of `stdio_fp` when the run's last call was made.
+    pub stdio_fd: Cell<i32>,
 }
 
 // thread.c's `pcstream_thread_state` has exactly this size.

@@ -253,6 +253,11 @@ pub unsafe fn fclose(
     _: Rec,
 ) -> c_int {
     let before = |g: &Guard| {
+        // The stream's stdio run ends with it (its FILE may come back from
+        // the next fopen, with a buffer at the same address).
+        if g.thread().stdio_fp.get() == f as usize {
+            g.thread().stdio_fp.set(0);
+        }
         let fd = g.observe(|| fileno(f)).unwrap_or(-1);
         // SAFETY: `f` is the stream the application is closing.
         (
