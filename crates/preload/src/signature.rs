@@ -241,11 +241,13 @@ pub unsafe fn capture_into(
         }
         // Where each return address lies, from the record.
         let mut checks = 0;
-        // SAFETY: forwarded caller contract (the record on this stack).
-        match ok
-            .then(|| unsafe { fix_slots(t, m, record, &raw) })
-            .flatten()
-        {
+        let fixed = ok
+            .then(|| {
+                // SAFETY: forwarded caller contract (the record on this stack).
+                unsafe { fix_slots(t, m, record, &raw) }
+            })
+            .flatten();
+        match fixed {
             Some(true) => checks = CFI_CHECKS,
             Some(false) => {}
             None => m.slots[0].set(0),
