@@ -14,8 +14,9 @@
 # --policies keeps only those rows (none, app-hints, pcstream, pcstream-2,
 # hand-placed; hand-placed takes its map from a pcstream row before it);
 # --set overrides one of the scale's sizes (CAP, RDB_CAP, RDB_KEYS,
-# RDB_OPS, SQL_ROWS, SQL_TXNS, RAW_MIB, RAW_ROUNDS, FIO_SIZE, FIO_IO; see
-# bench/fdp-guest.sh), e.g. --set RDB_CAP=320M.
+# RDB_OPS, SQL_ROWS, SQL_TXNS, RAW_MIB, RAW_ROUNDS, FIO_SIZE, FIO_IO,
+# CP_INTERVAL: F2FS's checkpoint interval; see bench/fdp-guest.sh), e.g.
+# --set RDB_CAP=320M.
 #
 # Cases: f2fs-rocksdb, f2fs-sqlite, raw-rawlife, raw-fio, ext4-rocksdb
 # (the negative control: ext4 carries no hint to an NVMe device). Needs
@@ -35,13 +36,13 @@ while [ $# -gt 0 ]; do
     --policies) policies=$2; shift 2 ;;
     --set)
       case $2 in
-        CAP=*|RDB_CAP=*|RDB_KEYS=*|RDB_OPS=*|SQL_ROWS=*|SQL_TXNS=*|RAW_MIB=*|RAW_ROUNDS=*|FIO_SIZE=*|FIO_IO=*) ;;
-        *) echo "fdp.sh: --set takes NAME=VALUE with NAME one of CAP RDB_CAP RDB_KEYS RDB_OPS SQL_ROWS SQL_TXNS RAW_MIB RAW_ROUNDS FIO_SIZE FIO_IO, not '$2'" >&2; exit 2 ;;
+        CAP=*|RDB_CAP=*|RDB_KEYS=*|RDB_OPS=*|SQL_ROWS=*|SQL_TXNS=*|RAW_MIB=*|RAW_ROUNDS=*|FIO_SIZE=*|FIO_IO=*|CP_INTERVAL=*) ;;
+        *) echo "fdp.sh: --set takes NAME=VALUE with NAME one of CAP RDB_CAP RDB_KEYS RDB_OPS SQL_ROWS SQL_TXNS RAW_MIB RAW_ROUNDS FIO_SIZE FIO_IO CP_INTERVAL, not '$2'" >&2; exit 2 ;;
       esac
       case ${2#*=} in ''|*[!0-9MG]*) echo "fdp.sh: --set $2: the value must be a number of bytes with an optional M or G" >&2; exit 2 ;; esac
       sets="$sets fdp.$2"; shift 2 ;;
     --render-only) render_only=1; shift ;;
-    -h|--help) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "fdp.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
