@@ -3,7 +3,9 @@
 //! re-reads the configuration (a bad file is refused and the daemon keeps
 //! running); learning is per uid: events a shim sends as `nobody` (as root:
 //! `runuser`) land in nobody's learner and table, never in root's, and with
-//! `share_between_users = true` in one shared table.
+//! `share_between_users = true` in one shared table; learning yields to
+//! the applications (its thread at nice 10, `SCHED_BATCH`), receiving does
+//! not.
 
 mod daemon_common;
 
@@ -289,4 +291,40 @@ fn pin_and_recluster_republish_and_check_their_arguments() {
         other
     );
     assert!(d.status()["rejected_requests"].as_u64().unwrap() >= 1);
+}
+
+/// `(comm, nice, policy)` of every thread of `pid` (`/proc/PID/task/*/stat`).
+fn threads(pid: u32) -> Vec<(String, i64, u64)> {
+    let mut out = Vec::new();
+    for t in std::fs::read_dir(format!("/proc/{pid}/task")).unwrap() {
+        let stat = std::fs::read_to_string(t.unwrap().path().join("stat")).unwrap();
+        let (head, tail) = stat.rsplit_once(')').unwrap();
+        let comm = head.split_once('(').unwrap().1.to_string();
+        // Fields from the third (state) on: nice is the 19th, policy the 41st.
+        let f: Vec<&str> = tail.split_whitespace().collect();
+        out.push((comm, f[19 - 3].parse().unwrap(), f[41 - 3].parse().unwrap()));
+    }
+    out
+}
+
+#[test]
+fn learning_yields_to_applications_and_receiving_does_not() {
+    let mut d = Daemon::start("");
+    teach(&d);
+    let pid = d.child.as_ref().unwrap().id();
+    let t = threads(pid);
+    let find = |name: &str| {
+        t.iter()
+            .find(|(c, _, _)| c == name)
+            .unwrap_or_else(|| panic!("no thread {name} in {t:?}"))
+    };
+    const SCHED_OTHER: u64 = 0;
+    const SCHED_BATCH: u64 = 3;
+    let ingest = find("pcstreamd-inges");
+    assert_eq!((ingest.1, ingest.2), (10, SCHED_BATCH), "{t:?}");
+    for r in ["pcstreamd-recv", "pcstreamd-conn"] {
+        let r = find(r);
+        assert_eq!((r.1, r.2), (0, SCHED_OTHER), "{t:?}");
+    }
+    assert!(d.stop().success());
 }
