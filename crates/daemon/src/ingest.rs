@@ -273,8 +273,8 @@ pub const LEARN_NICE: i32 = 10;
 /// busy CPU runs). The receivers keep the default priority, so the
 /// kernel's queues stay short; on a saturated machine the ingest queue,
 /// bounded, takes the lag. Measured: pgbench (2 clients, PostgreSQL under
-/// the shim, 2 vCPUs it saturates) at 0.88x native tps with the daemon at
-/// default priority, 0.91-0.93x this way (docs/daemon.md). Failing to
+/// the shim, 2 vCPUs it saturates) at 0.86-0.90x native tps with the daemon at
+/// default priority, 0.91-0.94x this way (docs/daemon.md). Failing to
 /// lower it is not an error (a seccomp filter may refuse).
 fn yield_to_applications() {
     // SAFETY: plain syscalls on the calling thread (on Linux the nice
