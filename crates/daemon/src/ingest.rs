@@ -264,7 +264,7 @@ pub fn spawn(sock: UnixDatagram, conn: OwnedFd, shared: Arc<Shared>) -> anyhow::
     Ok(())
 }
 
-/// Nice value of the learning threads ([`yield_to_applications`]).
+/// Nice value of the learning threads (the ingester lowers its own at start).
 pub const LEARN_NICE: i32 = 10;
 
 /// Learning yields to the applications it learns from: the calling thread
