@@ -658,13 +658,16 @@ pub fn push(t: &Thread, kind: &Kind<'_>, flush_ns: u64, force: bool) {
     });
 }
 
+/// This thread's slot, taken from idle (`None`: it has none yet, or
+/// another thread is sweeping it).
+fn mine_idle(t: &Thread) -> Option<Held> {
+    POOL.get(t.slot.get().wrapping_sub(1) as usize)
+        .and_then(acquire_idle)
+}
+
 /// Flushes this thread's pending batch, if any.
 pub fn flush_mine(t: &Thread) {
-    let idx = t.slot.get();
-    if let Some(mut h) = POOL
-        .get(idx.wrapping_sub(1) as usize)
-        .and_then(acquire_idle)
-    {
+    if let Some(mut h) = mine_idle(t) {
         flush(&mut h);
     }
 }
@@ -673,11 +676,7 @@ pub fn flush_mine(t: &Thread) {
 /// (what `fsync`/`fdatasync` do: a server syncing at every commit would
 /// otherwise send a batch per transaction, see [`crate::state::SYNC_FLUSH_NS`]).
 pub fn flush_mine_older(t: &Thread, age_ns: u64) {
-    let idx = t.slot.get();
-    if let Some(mut h) = POOL
-        .get(idx.wrapping_sub(1) as usize)
-        .and_then(acquire_idle)
-    {
+    if let Some(mut h) = mine_idle(t) {
         let (head, _, _) = h.parts();
         if head.len == 0 && head.nraw == 0 {
             return;

@@ -43,19 +43,7 @@ pub(super) unsafe fn cfi_path_hit(
     if flags & CFI_PATH == 0 || !(n == k || (flags & CFI_END != 0 && n < k)) || n > PATH_FRAMES {
         return None;
     }
-    if m.table.get() != table as *const Table as usize {
-        return None;
-    }
-    let rec = record as usize;
-    let (lo, hi) = t.stack.get();
-    if rec < lo || rec & 7 != 0 || rec + 16 > hi {
-        return None;
-    }
-    // SAFETY: lo <= rec and rec+16 <= hi: inside the stack.
-    let (mut rbp, pc) = unsafe { (word(rec), word(rec + 8)) };
-    if pc != m.addrs[0].get() {
-        return None;
-    }
+    let (rec, hi, mut rbp) = memo_record(t, m, table, record)?;
     if m.slots[0].get() != 0 && n > 1 {
         // Each return address lies at a fixed offset from the record while
         // the `rbp` values the rules take CFAs from are the remembered ones

@@ -370,19 +370,10 @@ unsafe fn path_hit(
     k: usize,
 ) -> Option<(Signature, u32)> {
     let n = m.n.get() as usize;
-    if n == 0 || n > k || m.table.get() != table as *const Table as usize {
+    if n == 0 || n > k {
         return None;
     }
-    let rec = record as usize;
-    let (lo, hi) = t.stack.get();
-    if rec < lo || rec & 7 != 0 || rec + 16 > hi {
-        return None;
-    }
-    // SAFETY: lo <= rec and rec+16 <= hi: inside the stack.
-    let (mut fp, ret) = unsafe { (word(rec), word(rec + 8)) };
-    if ret != m.addrs[0].get() {
-        return None;
-    }
+    let (rec, hi, mut fp) = memo_record(t, m, table, record)?;
     let mut prev = rec;
     for i in 1..n.min(PATH_FRAMES) {
         // A zero link fails here too (0 <= prev): the chain would end
@@ -402,6 +393,30 @@ unsafe fn path_hit(
         return None;
     }
     Some((Signature(m.sig.get()), m.stream.get()))
+}
+
+/// The entry record behind `record` when it can start a repeat of the path
+/// remembered in `m`: resolved under the same module table, inside this
+/// thread's cached stack bounds, aligned, with `m`'s first return address.
+/// `(record, stack top, the record's saved rbp)`.
+#[inline(always)]
+fn memo_record(
+    t: &Thread,
+    m: &PathMemo,
+    table: &Table,
+    record: *const usize,
+) -> Option<(usize, usize, usize)> {
+    if m.table.get() != table as *const Table as usize {
+        return None;
+    }
+    let rec = record as usize;
+    let (lo, hi) = t.stack.get();
+    if rec < lo || rec & 7 != 0 || rec + 16 > hi {
+        return None;
+    }
+    // SAFETY: lo <= rec and rec+16 <= hi: inside the stack.
+    let (rbp, ret) = unsafe { (word(rec), word(rec + 8)) };
+    (ret == m.addrs[0].get()).then_some((rec, hi, rbp))
 }
 
 /// Which of the thread's path memos a newly found path goes to: the one
@@ -619,13 +634,19 @@ fn cache_put(raw: &Raw, out: &Captured, gen: u64) {
     e.seq.store(s + 2, Ordering::Release);
 }
 
-/// Empties the signature cache and the calling thread's cached path (fork
-/// child, single-threaded: signatures must be described again in the
-/// child's own trace).
-pub fn clear_cache(t: &Thread) {
+/// Empties the process-wide signature cache (the threads' remembered
+/// paths stay).
+fn empty_shared_cache() {
     for e in CACHE.iter() {
         e.hash.store(0, Ordering::Relaxed);
     }
+}
+
+/// Empties the signature cache and the calling thread's remembered paths
+/// (fork child, single-threaded: signatures must be described again in the
+/// child's own trace).
+pub fn clear_cache(t: &Thread) {
+    empty_shared_cache();
     for m in &t.paths {
         m.clear();
     }

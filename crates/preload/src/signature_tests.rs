@@ -65,16 +65,22 @@ fn cached_at(t: &Thread, table: &Table, buf: &[usize; 64], p: Params) -> Option<
     unsafe { cached(t, table, buf.as_ptr(), p) }
 }
 
-#[test]
-fn a_thread_repeats_its_last_path_and_notices_any_change() {
+/// The module table and auto-mode parameters for 5 frames, what the path
+/// tests capture chains built in a buffer with.
+fn auto_five() -> (&'static Table, Params) {
     init_stack_facts();
     modules::refresh();
-    let table = modules::table().unwrap();
     let p = Params {
         frames: 5,
         unwind: Unwind::Auto,
         scan_words: 256,
     };
+    (modules::table().unwrap(), p)
+}
+
+#[test]
+fn a_thread_repeats_its_last_path_and_notices_any_change() {
+    let (table, p) = auto_five();
     let code = libc::getpid as *const () as usize;
     crate::tls::with(|t| {
         let mut buf = [0usize; 64];
@@ -117,23 +123,9 @@ fn a_thread_repeats_its_last_path_and_notices_any_change() {
     });
 }
 
-/// Empties the process-wide signature cache only (the thread's memos stay).
-fn empty_shared_cache() {
-    for e in CACHE.iter() {
-        e.hash.store(0, Ordering::Relaxed);
-    }
-}
-
 #[test]
 fn a_thread_alternating_two_paths_repeats_both_and_forgets_the_oldest_of_three() {
-    init_stack_facts();
-    modules::refresh();
-    let table = modules::table().unwrap();
-    let p = Params {
-        frames: 5,
-        unwind: Unwind::Auto,
-        scan_words: 256,
-    };
+    let (table, p) = auto_five();
     crate::tls::with(|t| {
         clear_cache(t);
         let (mut a, mut b, mut c) = ([0usize; 64], [0usize; 64], [0usize; 64]);

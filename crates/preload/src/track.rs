@@ -519,8 +519,11 @@ pub unsafe fn stdio(t: &Thread, f: *mut FILE, n: u64, rec: *const usize) {
     if f.is_null() || n == 0 {
         return;
     }
-    if f as usize == t.stdio_fp.get() && continue_run(t, f, n) {
-        return;
+    let buf = glibc_buffer(f);
+    if let Some(b) = buf.filter(|_| f as usize == t.stdio_fp.get()) {
+        if continue_run(t, f, b, n) {
+            return;
+        }
     }
     let (Some(fileno), Some(ftello)) = (real::FILENO.get(), real::FTELLO.get()) else {
         return;
@@ -531,7 +534,6 @@ pub unsafe fn stdio(t: &Thread, f: *mut FILE, n: u64, rec: *const usize) {
     if !info.regular {
         return;
     }
-    let buf = glibc_buffer(f);
     let offset = match buf.and_then(|b| continued_offset(t, f, b, n)) {
         Some(o) => o,
         None => {
@@ -586,17 +588,14 @@ pub unsafe fn stdio(t: &Thread, f: *mut FILE, n: u64, rec: *const usize) {
 /// `_fileno` of glibc's `struct _IO_FILE`.
 const IO_FILENO: usize = 112;
 
-/// A stdio call on the stream of this thread's stdio run that continues
-/// the run in the same buffer (`continued_offset`) on the same descriptor:
+/// A stdio call on the stream of this thread's stdio run (its buffer
+/// `buf`, from [`glibc_buffer`]) that continues the run in the same buffer (`continued_offset`) on the same descriptor:
 /// the run's file, signature, stream and hint, as the call before it
 /// ([`stdio`] keeps them), with no `fileno`, descriptor lookup, live-table
 /// probe or hint check. cc1 makes ~300,000 such calls per unit; this is
 /// what they cost. `false`: not such a call, take the full path.
 #[inline]
-fn continue_run(t: &Thread, f: *mut FILE, n: u64) -> bool {
-    let Some(buf) = glibc_buffer(f) else {
-        return false;
-    };
+fn continue_run(t: &Thread, f: *mut FILE, buf: (usize, usize), n: u64) -> bool {
     let Some(offset) = continued_offset(t, f, buf, n) else {
         return false;
     };
