@@ -91,6 +91,7 @@ pub async fn run(
     config_path: Option<PathBuf>,
     overrides: (Option<PathBuf>, Option<PathBuf>),
 ) -> anyhow::Result<()> {
+    ingest::never_preempt_applications();
     make_dir(&cfg.runtime_dir, 0o755)?;
     make_dir(&cfg.state_dir, 0o700)?;
     let saved = persist::load(&cfg.state_dir);
