@@ -9,7 +9,7 @@
 
 mod daemon_common;
 
-use daemon_common::{read_table, send_events, two_lifetimes, Daemon};
+use daemon_common::{page_write, read_table, send_events, two_lifetimes, unlink_page, Daemon};
 use pcstream_placement::env as var;
 use pcstream_tests::require_tool;
 use std::process::Command;
@@ -310,7 +310,30 @@ fn threads(pid: u32) -> Vec<(String, i64, u64)> {
 #[test]
 fn the_daemon_never_preempts_applications_and_learning_yields_to_them() {
     let mut d = Daemon::start("");
-    teach(&d);
+    // Twelve signatures of twelve lifetimes (1 to 2048 rounds): more
+    // distinct values than streams, so the mapper runs linfa's k-means.
+    let mut evs = Vec::new();
+    for r in 0..4096u64 {
+        for s in 0..12u64 {
+            let ino = 1_000_000 * (s + 1);
+            evs.push(page_write(ino + r, 0, 20 + s));
+            if r >= 1 << s {
+                evs.push(unlink_page(ino + r - (1 << s)));
+            }
+        }
+    }
+    send_events(&d.run_dir().join("events.sock"), &evs, 100);
+    d.wait_events(evs.len() as u64);
+    let t0 = std::time::Instant::now();
+    while d.status()["mapping_generation"].as_u64().unwrap_or(0) == 0 {
+        assert!(
+            t0.elapsed().as_secs() < 30,
+            "no mapping published:\n{}",
+            d.log()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert_eq!(d.status()["signatures"], 12);
     let pid = d.child.as_ref().unwrap().id();
     let t = threads(pid);
     let find = |name: &str| {
@@ -319,8 +342,18 @@ fn the_daemon_never_preempts_applications_and_learning_yields_to_them() {
             .unwrap_or_else(|| panic!("no thread {name} in {t:?}"))
     };
     const SCHED_BATCH: u64 = 3;
-    let ingest = find("pcstreamd-inges");
-    assert_eq!((ingest.1, ingest.2), (10, SCHED_BATCH), "{t:?}");
+    // The ingester and the one-thread pool it learns in (linfa's k-means
+    // runs inline there, waking no thread per iteration): after a
+    // re-clustering, no other learning thread (a rayon worker takes its
+    // creator's name).
+    for l in ["pcstreamd-inges", "pcstreamd-learn"] {
+        let l = find(l);
+        assert_eq!((l.1, l.2), (10, SCHED_BATCH), "{t:?}");
+    }
+    let learners = t
+        .iter()
+        .filter(|(c, _, _)| c.starts_with("pcstreamd-inges") || c == "pcstreamd-learn");
+    assert_eq!(learners.count(), 2, "{t:?}");
     // The receivers and the runtime's thread (the process's first, named
     // for the program) keep a fair share and never preempt.
     for r in ["pcstreamd-recv", "pcstreamd-conn", "pcstreamd"] {

@@ -38,6 +38,15 @@ use std::sync::{Arc, Condvar, Mutex};
 /// absorb the excess, as without the queue.
 pub const QUEUE_BYTES: usize = 256 << 10;
 
+/// How long the ingester lets batches gather after the first one before it
+/// takes them all: one wake-up per interval on a busy machine rather than
+/// one per batch (a PostgreSQL server under pgbench sends ~400 batches a
+/// second, and every wake-up of a daemon thread takes a CPU from a backend
+/// that may hold a lock the other one waits for). The learnt lifetimes do
+/// not depend on it (the logical clock is bytes written); a mapping is
+/// published at most this much later.
+pub const COALESCE: std::time::Duration = std::time::Duration::from_millis(20);
+
 /// Why a datagram was rejected.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum DatagramError {
@@ -189,22 +198,33 @@ impl Queue {
         while q.len() + size > QUEUE_BYTES && !q.is_empty() {
             q = self.drained.wait(q).unwrap_or_else(|e| e.into_inner());
         }
+        let before = q.len();
         q.push(kind);
         q.extend_from_slice(&uid.to_le_bytes());
         q.extend_from_slice(&pid.to_le_bytes());
         q.extend_from_slice(&(payload.len() as u32).to_le_bytes());
         q.extend_from_slice(payload);
-        self.filled.notify_one();
+        // The ingester waits for the first datagram, then for half the
+        // queue or [`COALESCE`]: only those two moments wake it.
+        if before == 0 || (before < QUEUE_BYTES / 2 && q.len() >= QUEUE_BYTES / 2) {
+            self.filled.notify_one();
+        }
     }
 
-    /// Swaps everything queued into `out` (emptied first), waiting for at
-    /// least one datagram.
+    /// Swaps everything queued into `out` (emptied first): waits for a
+    /// first datagram, then lets more gather for up to [`COALESCE`] (less
+    /// once half the queue is used).
     fn take_into(&self, out: &mut Vec<u8>) {
         out.clear();
         let mut q = self.pending.lock().unwrap_or_else(|e| e.into_inner());
         while q.is_empty() {
             q = self.filled.wait(q).unwrap_or_else(|e| e.into_inner());
         }
+        q = self
+            .filled
+            .wait_timeout_while(q, COALESCE, |q| q.len() < QUEUE_BYTES / 2)
+            .unwrap_or_else(|e| e.into_inner())
+            .0;
         std::mem::swap(&mut *q, out);
         self.drained.notify_all();
     }
@@ -252,12 +272,18 @@ pub fn spawn(sock: UnixDatagram, conn: OwnedFd, shared: Arc<Shared>) -> anyhow::
         .name("pcstreamd-ingest".into())
         .spawn(move || {
             yield_to_applications();
-            let mut batch = Vec::new();
-            loop {
-                queue.take_into(&mut batch);
-                for item in framed(&batch) {
-                    ingest_one(item, &shared);
+            let learn = move || {
+                let mut batch = Vec::new();
+                loop {
+                    queue.take_into(&mut batch);
+                    for item in framed(&batch) {
+                        ingest_one(item, &shared);
+                    }
                 }
+            };
+            match learning_pool() {
+                Some(pool) => pool.install(learn),
+                None => learn(),
             }
         })
         .map_err(|e| anyhow::anyhow!("cannot start the event ingest thread: {e}"))?;
@@ -308,6 +334,24 @@ fn yield_to_applications() {
             "the learning thread keeps the default nice value"
         );
     }
+}
+
+/// The one-thread rayon pool the learner runs in (`pcstreamd-learn`,
+/// inheriting the ingester's nice value and policy). linfa's k-means runs
+/// its iterations as rayon parallel iterators: from outside a pool each
+/// of them hands its work to the global pool's workers (one per CPU) and
+/// sleeps until they finish, thousands of wake-ups per re-clustering, on
+/// the CPUs the applications use, for a few dozen signatures that one
+/// thread clusters in microseconds. Inside a pool of one they run inline.
+/// The result does not depend on the thread count (the assignment is per
+/// point). The global pool stays for a re-clustering asked over gRPC.
+fn learning_pool() -> Option<rayon::ThreadPool> {
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(1)
+        .thread_name(|_| "pcstreamd-learn".into())
+        .build()
+        .map_err(|e| tracing::debug!(error = %e, "the learner runs without its own pool"))
+        .ok()
 }
 
 /// Receives datagrams into the queue, forever.
@@ -363,6 +407,31 @@ fn refused(e: &DatagramError, shared: &Shared) {
 mod tests {
     use super::*;
     use prost::Message;
+
+    #[test]
+    fn a_lone_small_datagram_is_taken_within_the_gathering_interval() {
+        let q = Arc::new(Queue::default());
+        let (tx, rx) = std::sync::mpsc::channel();
+        let taker = {
+            let q = q.clone();
+            std::thread::spawn(move || {
+                let mut b = Vec::new();
+                q.take_into(&mut b);
+                let n = framed(&b).count();
+                tx.send((n, std::time::Instant::now())).unwrap();
+            })
+        };
+        std::thread::sleep(std::time::Duration::from_millis(30));
+        let pushed = std::time::Instant::now();
+        q.push(Ok((1, 2, &[7u8; 40])));
+        let (n, taken) = rx
+            .recv_timeout(std::time::Duration::from_secs(10))
+            .expect("the ingester never woke for one small datagram");
+        assert_eq!(n, 1);
+        // It waited for more to gather, but not for ever.
+        assert!(taken.duration_since(pushed) >= COALESCE / 2);
+        taker.join().unwrap();
+    }
 
     #[test]
     fn the_queue_hands_over_everything_in_order_and_bounds_its_bytes() {
