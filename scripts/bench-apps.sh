@@ -22,14 +22,14 @@
 # Environment: APPS (default "gcc dbbench pgbench"), MODES (default
 #   "daemon record"), DIR (work dir, default /dev/shm: the files in memory,
 #   so the CPU cost shows rather than the disk's), NUM (db_bench keys,
-#   default 200000), SCALE (pgbench scale, default 10), PGBENCH_T (default
+#   default 1000000: ~9 s runs; 200000 gave ~1 s runs spread +-10 %), SCALE (pgbench scale, default 10), PGBENCH_T (default
 #   20), CARGO_TARGET_DIR as for cargo.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROUNDS=${1:-5}
 APPS=${APPS:-gcc dbbench pgbench}
 MODES=${MODES:-daemon record}
-NUM=${NUM:-200000}
+NUM=${NUM:-1000000}
 SCALE=${SCALE:-10}
 PGBENCH_T=${PGBENCH_T:-20}
 TARGET=${CARGO_TARGET_DIR:-target}

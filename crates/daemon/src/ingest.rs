@@ -303,11 +303,10 @@ pub const LEARN_NICE: i32 = 10;
 /// connection (the listen backlog holds thousands) a few milliseconds at
 /// most. Measured: pgbench (2 clients, PostgreSQL under the shim, 2 vCPUs
 /// it saturates), 10 s runs alternating with native, 5 rounds: 0.857x native
-/// tps with the receivers at the default policy, 0.939x under `SCHED_BATCH`
-/// (docs/daemon.md). The wake-up preemption cost the backends more than
-/// the daemon's CPU time: a preempted backend may hold a lock the other
-/// waits for. Failing to set it is not an error (a seccomp filter may
-/// refuse).
+/// tps with the receivers at the default policy, 0.939x under `SCHED_BATCH`,
+/// in one run (runs differ by as much: docs/daemon.md). A preempted backend
+/// may hold a lock the other one waits for. Failing to set it is not an
+/// error (a seccomp filter may refuse).
 pub fn never_preempt_applications() {
     let p = libc::sched_param { sched_priority: 0 };
     // SAFETY: a plain syscall on the calling thread (on Linux the policy
