@@ -21,7 +21,7 @@
 //! nothing in time is closed and counted as malformed; a record larger
 //! than `max_datagram_bytes` is counted as truncated. After accepting a
 //! round, it lets the next connections gather in the backlog for
-//! [`GATHER`]: one wake-up per interval on a busy machine.
+//! `GATHER`: one wake-up per interval on a busy machine.
 
 use crate::ingest::{DatagramError, Queue};
 use nix::libc;
