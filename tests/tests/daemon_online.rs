@@ -543,11 +543,7 @@ fn kill_9_mid_run_then_restart_reloads_the_last_save() {
     let evs = two_lifetimes(3000);
     send_events(&d.run_dir().join("events.sock"), &evs, 100);
     d.wait_events(evs.len() as u64);
-    let t = std::time::Instant::now();
-    while !d.log().contains("state saved") {
-        assert!(t.elapsed().as_secs() < 30, "no periodic save:\n{}", d.log());
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    d.wait_for("no periodic save", |d| d.log().contains("state saved"));
     // A writer under the shim is running when the daemon is killed.
     let out = tempfile::tempdir().unwrap();
     let file = out.path().join("f");

@@ -80,29 +80,13 @@ fn sighup_reloads_config_and_refuses_a_bad_one() {
     let pid = d.child.as_ref().unwrap().id() as i32;
     // SAFETY: kill(2) on our own child.
     unsafe { libc::kill(pid, libc::SIGHUP) };
-    let t = std::time::Instant::now();
-    while d.status()["streams"] != 3 {
-        assert!(
-            t.elapsed().as_secs() < 30,
-            "SIGHUP not applied:\n{}",
-            d.log()
-        );
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
+    d.wait_for("SIGHUP not applied", |d| d.status()["streams"] == 3);
     // The learnt signatures survive the rebuild.
     assert_eq!(d.status()["signatures"], 2);
     std::fs::write(&d.config, "streams = 3\nbogus_key = 1\n").unwrap();
     // SAFETY: as above.
     unsafe { libc::kill(pid, libc::SIGHUP) };
-    let t = std::time::Instant::now();
-    while !d.log().contains("bogus_key") {
-        assert!(
-            t.elapsed().as_secs() < 30,
-            "bad config not reported:\n{}",
-            d.log()
-        );
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
+    d.wait_for("bad config not reported", |d| d.log().contains("bogus_key"));
     assert_eq!(d.status()["streams"], 3);
     assert!(d.stop().success());
 }
@@ -324,15 +308,9 @@ fn the_daemon_never_preempts_applications_and_learning_yields_to_them() {
     }
     send_events(&d.run_dir().join("events.sock"), &evs, 100);
     d.wait_events(evs.len() as u64);
-    let t0 = std::time::Instant::now();
-    while d.status()["mapping_generation"].as_u64().unwrap_or(0) == 0 {
-        assert!(
-            t0.elapsed().as_secs() < 30,
-            "no mapping published:\n{}",
-            d.log()
-        );
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
+    d.wait_for("no mapping published", |d| {
+        d.status()["mapping_generation"].as_u64().unwrap_or(0) > 0
+    });
     assert_eq!(d.status()["signatures"], 12);
     let pid = d.child.as_ref().unwrap().id();
     let t = threads(pid);

@@ -128,6 +128,20 @@ impl Daemon {
         serde_json::from_str(&out).unwrap()
     }
 
+    /// Polls `done` every 50 ms until it holds; after 30 s, fails with
+    /// `what` and the daemon's log.
+    pub fn wait_for(&self, what: &str, done: impl Fn(&Daemon) -> bool) {
+        let t = Instant::now();
+        while !done(self) {
+            assert!(
+                t.elapsed() < Duration::from_secs(30),
+                "{what}:\n{}",
+                self.log()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
     /// Waits until the daemon has ingested `events` events.
     pub fn wait_events(&self, events: u64) -> serde_json::Value {
         let t = Instant::now();
