@@ -22,8 +22,9 @@
 # Environment: APPS (default "gcc dbbench pgbench"), MODES (default
 #   "daemon record"), DIR (work dir, default /dev/shm: the files in memory,
 #   so the CPU cost shows rather than the disk's), NUM (db_bench keys,
-#   default 1000000: ~9 s runs; 200000 gave ~1 s runs spread +-10 %), SCALE (pgbench scale, default 10), PGBENCH_T (default
-#   20), CARGO_TARGET_DIR as for cargo.
+#   default 1000000: ~9 s runs; 200000 gave ~1 s runs spread +-10 %),
+#   SCALE (pgbench scale, default 10), PGBENCH_T (default 20),
+#   CARGO_TARGET_DIR as for cargo.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROUNDS=${1:-5}

@@ -589,11 +589,12 @@ pub unsafe fn stdio(t: &Thread, f: *mut FILE, n: u64, rec: *const usize) {
 const IO_FILENO: usize = 112;
 
 /// A stdio call on the stream of this thread's stdio run (its buffer
-/// `buf`, from [`glibc_buffer`]) that continues the run in the same buffer (`continued_offset`) on the same descriptor:
-/// the run's file, signature, stream and hint, as the call before it
-/// ([`stdio`] keeps them), with no `fileno`, descriptor lookup, live-table
-/// probe or hint check. cc1 makes ~300,000 such calls per unit; this is
-/// what they cost. `false`: not such a call, take the full path.
+/// `buf`, from [`glibc_buffer`]) that continues the run in the same buffer
+/// (`continued_offset`) on the same descriptor: the run's file, signature,
+/// stream and hint, as the call before it ([`stdio`] keeps them), with no
+/// `fileno`, descriptor lookup, live-table probe or hint check. cc1 makes
+/// ~300,000 such calls per unit; this is what they cost. `false`: not such
+/// a call, take the full path.
 #[inline]
 fn continue_run(t: &Thread, f: *mut FILE, buf: (usize, usize), n: u64) -> bool {
     let Some(offset) = continued_offset(t, f, buf, n) else {
