@@ -343,6 +343,44 @@ impl LifetimeManager {
         }
     }
 
+    /// The last live page of `first..first+pages` of `space` in the
+    /// table, if any.
+    pub fn last_live(&self, space: SpaceKey, first: u64, pages: u64) -> Option<u64> {
+        let (a, b) = (first, first.saturating_add(pages));
+        // Segments do not overlap: the last one starting before `b` holds
+        // the last live page of the range, or none does.
+        let (_, &i) = self.index.get(&space)?.range(..b).next_back()?;
+        let end = self.slots[i as usize].end;
+        (end > a).then(|| end.min(b) - 1)
+    }
+
+    /// `pages` one-page writes by `sig` of the consecutive pages from
+    /// `first`, none of them live ([`LifetimeManager::last_live`]) and all
+    /// within one chunk, the first at logical time `born` and the last at
+    /// `last`: the same table, statistics and counters as `pages` calls of
+    /// [`LifetimeManager::write`] with one page each (the first page starts
+    /// or extends a segment, the others extend it), in one step.
+    pub fn append_pages(
+        &mut self,
+        space: SpaceKey,
+        first: u64,
+        pages: u64,
+        sig: u64,
+        born: u64,
+        last: u64,
+    ) {
+        let cp = u64::from(self.cfg.chunk_pages);
+        debug_assert!(pages > 0 && first / cp == (first + pages - 1) / cp);
+        debug_assert!(self.last_live(space, first, pages).is_none());
+        self.counters.writes += pages;
+        if sig != 0 {
+            let s = self.sigs.entry(sig).or_insert_with(|| SigStats::new(born));
+            s.written_pages += pages;
+            s.last_write = last;
+        }
+        self.add_segment(space, first, first + pages, sig, born, true);
+    }
+
     /// Records `[a, b)` (within one chunk, no live page in it) as written
     /// by `sig` at `now`: with `append`, a segment of the same signature
     /// ending at `a` in the same chunk is extended (keeping its birth, the

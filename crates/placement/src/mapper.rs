@@ -349,6 +349,12 @@ impl Mapper {
             .collect()
     }
 
+    /// The logical time from which [`Mapper::maybe_recluster`] looks at
+    /// the table again (before it, it does nothing).
+    pub fn next_check(&self) -> u64 {
+        self.next_check
+    }
+
     /// Applies the re-cluster rule at logical time `now` (and, with
     /// `place_new_keys`, places new signatures); returns whether the table
     /// changed. Cheap when the check interval has not elapsed.

@@ -451,17 +451,20 @@ impl Engine {
                 let bytes = self.bytes;
                 let (key, spec) = key_for(&w.file);
                 let l = self.learner(key, spec);
-                for p in first..end {
-                    l.place(&WriteCtx {
-                        time: page_time(bytes, w.offset, p),
-                        lpn: p,
+                // Page by page (each page at its own clock), in one step
+                // per chunk when the write appends.
+                l.place_pages(
+                    &WriteCtx {
+                        lpn: first,
                         pages: 1,
                         file,
-                        file_page: p,
+                        file_page: first,
                         signature: (w.signature != 0).then_some(w.signature),
                         ..Default::default()
-                    });
-                }
+                    },
+                    end - first,
+                    |i| page_time(bytes, w.offset, first + i),
+                );
                 self.bytes = bytes.saturating_add(w.len);
             }
             Some(Kind::Invalidate(i)) => {

@@ -31,6 +31,8 @@ use crate::mapper::{nearest_stream, Mapper, MapperConfig};
 use crate::placement::{Placement, StreamId, WriteCtx};
 use crate::write_count::WriteCounts;
 
+mod run;
+
 /// Tunables of the `pcstream` policy.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -305,6 +307,40 @@ impl PcStream {
         (key, born.is_some())
     }
 
+    /// File affinity: counts `pages` more of file `f` under `key` (or
+    /// marks the file updated in place when the write `overwrote`), and
+    /// returns the stream of the key that appended most of the file so
+    /// far when that key has one, else `stream`.
+    fn file_affinity(
+        &mut self,
+        f: (u64, u64),
+        key: u64,
+        overwrote: bool,
+        pages: u64,
+        stream: StreamId,
+    ) -> StreamId {
+        let keys = self.file_keys.entry(f).or_default();
+        if overwrote {
+            // Updated in place: its pages no longer die together.
+            keys.clear();
+            keys.push((0, u64::MAX));
+        } else if keys.first() != Some(&(0, u64::MAX)) {
+            if let Some(k) = keys.iter_mut().find(|k| k.0 == key) {
+                k.1 += pages;
+            } else if keys.len() < AFFINITY_KEYS {
+                keys.push((key, pages));
+            }
+            // The key that appended most of the file so far.
+            let top = keys.iter().max_by_key(|k| k.1).map_or(key, |k| k.0);
+            if top != key {
+                if let Some(s) = self.mapper.assigned(top) {
+                    return s;
+                }
+            }
+        }
+        stream
+    }
+
     /// The lifetime manager (signature statistics, counters).
     pub fn lifetimes(&self) -> &LifetimeManager {
         &self.lm
@@ -389,25 +425,7 @@ impl Placement for PcStream {
             self.refine.file_affinity && !self.key_by_lba && sig != 0,
             w.file,
         ) {
-            let keys = self.file_keys.entry(f).or_default();
-            if overwrote {
-                // Updated in place: its pages no longer die together.
-                keys.clear();
-                keys.push((0, u64::MAX));
-            } else if keys.first() != Some(&(0, u64::MAX)) {
-                if let Some(k) = keys.iter_mut().find(|k| k.0 == key) {
-                    k.1 += u64::from(w.pages);
-                } else if keys.len() < AFFINITY_KEYS {
-                    keys.push((key, u64::from(w.pages)));
-                }
-                // The key that appended most of the file so far.
-                let top = keys.iter().max_by_key(|k| k.1).map_or(key, |k| k.0);
-                if top != key {
-                    if let Some(s) = self.mapper.assigned(top) {
-                        stream = s;
-                    }
-                }
-            }
+            stream = self.file_affinity(f, key, overwrote, pages, stream);
         }
         self.lm.write(space, first, pages, key, w.time);
         self.mapper
