@@ -123,6 +123,21 @@ pub struct CompareArgs {
     /// device (`pcstreamctl trace-stats` names their call paths).
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub signatures: usize,
+    /// Break down these signatures only (16 hex digits, as `trace-stats`
+    /// and `contexts` print them; repeatable): every stream pcstream and
+    /// pcstream-paper put their pages in, what each learnt, and how long
+    /// the pages lived on the device.
+    #[arg(long, value_name = "SIGNATURE", value_parser = parse_signature)]
+    pub explain: Vec<u64>,
+}
+
+/// A signature as printed: 16 hex digits (a `0x` prefix allowed).
+fn parse_signature(s: &str) -> Result<u64, String> {
+    let h = s.strip_prefix("0x").unwrap_or(s);
+    if h.is_empty() || h.len() > 16 {
+        return Err(format!("{s:?} is not a signature (16 hex digits)"));
+    }
+    u64::from_str_radix(h, 16).map_err(|_| format!("{s:?} is not a signature (16 hex digits)"))
 }
 
 /// Options of [`compare`] (the arguments without the output choices).
@@ -158,6 +173,9 @@ pub struct Options {
     pub clear_at_marks: bool,
     /// Signatures to break pcstream's placement down by, per trace (0 = none).
     pub signatures: usize,
+    /// Signatures to break down alone (`--explain`); every one must have
+    /// written in every trace.
+    pub explain: Vec<u64>,
 }
 
 impl Default for Options {
@@ -178,6 +196,7 @@ impl Default for Options {
             warmup_passes: 0,
             clear_at_marks: false,
             signatures: 0,
+            explain: Vec::new(),
         }
     }
 }
@@ -209,6 +228,7 @@ pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
         warmup_passes: args.warmup_passes,
         clear_at_marks: args.clear_at_marks,
         signatures: args.signatures,
+        explain: args.explain,
     };
     let report = compare(&args.traces, &opts)?;
     if args.json {
@@ -251,10 +271,13 @@ fn check(opts: &Options) -> anyhow::Result<()> {
     if opts.fs_pages == Some(0) {
         bail!("--fs-mib: the model file system needs at least one page");
     }
-    if opts.signatures > 0 && opts.clear_at_marks {
-        bail!(
-            "--signatures: the breakdown needs one set of tables over the trace; drop --clear-at-marks"
-        );
+    if (opts.signatures > 0 || !opts.explain.is_empty()) && opts.clear_at_marks {
+        let arg = if opts.signatures > 0 {
+            "--signatures"
+        } else {
+            "--explain"
+        };
+        bail!("{arg}: the breakdown needs one set of tables over the trace; drop --clear-at-marks");
     }
     let cfg = PolicyConfig {
         streams: opts.streams,
@@ -345,7 +368,7 @@ pub fn compare(traces: &[PathBuf], opts: &Options) -> anyhow::Result<Report> {
             runs.push(res);
         }
         let mut t = trace_report(path, r, &runs);
-        if opts.signatures > 0 {
+        if opts.signatures > 0 || !opts.explain.is_empty() {
             let job = Job {
                 replay: r,
                 policy: "pcstream".into(),
@@ -353,7 +376,21 @@ pub fn compare(traces: &[PathBuf], opts: &Options) -> anyhow::Result<Report> {
             };
             let mut rows = pcstream_signatures(&job, &opts.policy_config)
                 .with_context(|| format!("breaking {} down by signature", path.display()))?;
-            rows.truncate(opts.signatures);
+            if opts.explain.is_empty() {
+                rows.truncate(opts.signatures);
+            } else {
+                rows.retain(|r| r.signature.is_some_and(|s| opts.explain.contains(&s)));
+                for sig in &opts.explain {
+                    if !rows.iter().any(|r| r.signature == Some(*sig)) {
+                        bail!(
+                            "--explain {sig:016x}: no page of {} was written by that signature \
+                             (`pcstreamctl trace-stats` lists the trace's signatures)",
+                            path.display()
+                        );
+                    }
+                }
+                t.explained = true;
+            }
             t.signatures = rows;
         }
         out.push(t);
@@ -412,6 +449,7 @@ fn trace_report(path: &Path, r: &Replay, runs: &[RunResult]) -> TraceReport {
         },
         runs: reports,
         signatures: Vec::new(),
+        explained: false,
     }
 }
 

@@ -17,8 +17,13 @@
 //! |log2 prediction − log2 device lifetime|, pages in stream 0 (nothing
 //! predicted) and pages still live at the end left out.
 //!
+//! Beside it, each row shows how `pcstream-paper` (the paper's algorithm)
+//! placed the same pages and what it learnt, so a signature that the two
+//! place differently stands out (issue #28: where pcstream's own rules
+//! help or hurt).
+//!
 //! The placement does not depend on the device's state, only on the
-//! replay, so this drives the policy through the same passes as
+//! replay, so this drives the policies through the same passes as
 //! [`crate::simulate`] ([`crate::pass`]'s `drive_pass`, same clock and
 //! configuration) without simulating GC.
 
@@ -63,6 +68,13 @@ pub struct SignatureRow {
     /// Median over those pages that died within the pass of |log2 placed-for
     /// − log2 device lifetime|: 1.0 means a factor of 2 off.
     pub error_log2_p50: Option<f64>,
+    /// The same pages as `pcstream-paper` (the paper's algorithm: one
+    /// file-keyed learner, the PC alone) placed them in the measured pass:
+    /// pages per stream, most first. Where the two differ is where
+    /// pcstream's own rules moved the signature's pages.
+    pub paper_streams: Vec<(u32, u64)>,
+    /// `pcstream-paper`'s lifetime estimate at the end, log2 pages.
+    pub paper_estimate_log2: Option<f64>,
 }
 
 /// The policy broken down: the shipped dual learner, or one learner.
@@ -159,6 +171,13 @@ fn score(
     }
 }
 
+/// Pages per stream, most first (ties: lower stream first).
+fn most_first(m: HashMap<u32, u64>) -> Vec<(u32, u64)> {
+    let mut v: Vec<(u32, u64)> = m.into_iter().collect();
+    v.sort_unstable_by(|x, y| y.1.cmp(&x.1).then(x.0.cmp(&y.0)));
+    v
+}
+
 fn percentile(sorted: &[u64], p: f64) -> Option<u64> {
     if sorted.is_empty() {
         return None;
@@ -237,6 +256,34 @@ pub fn pcstream_signatures(
             Ok(())
         })?;
     }
+    // The paper's algorithm through the same passes, beside it.
+    let mut paper = PcStream::paper(cfg.streams, cfg.pcstream.clone());
+    let mut paper_acc: HashMap<Option<u64>, HashMap<u32, u64>> = HashMap::new();
+    for pass in 0..passes {
+        let measured = pass + 1 == passes;
+        let mut slot = PolicySlot {
+            base: &mut paper,
+            fresh: None,
+        };
+        drive_pass(r, &mut slot, None, cfg.streams, pass * n, |ev| {
+            if let PassEvent::Page {
+                stream,
+                signature,
+                class,
+                ..
+            } = ev
+            {
+                if measured {
+                    let key = match class {
+                        WriteClass::Data => signature,
+                        WriteClass::Metadata => None,
+                    };
+                    *paper_acc.entry(key).or_default().entry(stream).or_default() += 1;
+                }
+            }
+            Ok(())
+        })?;
+    }
     let placing = pc.placing();
     // What the streams stand for at the end (the LBA learner alone).
     let centroids = placing.mapper().centroids();
@@ -254,9 +301,9 @@ pub fn pcstream_signatures(
             let mut lives: Vec<u64> = a.lives.values().flatten().copied().collect();
             lives.sort_unstable();
             let placed_for_log2 = a.placed.median();
-            let mut streams: Vec<(u32, u64)> = a.streams.into_iter().collect();
-            streams.sort_unstable_by(|x, y| y.1.cmp(&x.1).then(x.0.cmp(&y.0)));
+            let streams = most_first(a.streams);
             let st = signature.and_then(|s| placing.lifetimes().sig(s));
+            let paper_st = signature.and_then(|s| paper.lifetimes().sig(s));
             SignatureRow {
                 signature,
                 pages: a.pages,
@@ -269,6 +316,8 @@ pub fn pcstream_signatures(
                 device_lifetime_p90: percentile(&lives, 0.9),
                 placed_for_log2,
                 error_log2_p50: a.errors.median(),
+                paper_streams: most_first(paper_acc.remove(&signature).unwrap_or_default()),
+                paper_estimate_log2: paper_st.and_then(|s| s.estimate_log2()),
             }
         })
         .collect();

@@ -73,6 +73,10 @@ pub struct TraceReport {
     /// pcstream's placement by signature, heaviest first (`--signatures N`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub signatures: Vec<SignatureRow>,
+    /// The rows are the signatures `--explain` asked for: every stream is
+    /// shown, not only the three largest.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub explained: bool,
 }
 
 /// The simulated device of a trace.

@@ -659,7 +659,11 @@ fn signatures_break_pcstream_down_with_learnt_and_device_lifetimes() {
     let dir = tempfile::tempdir().unwrap();
     let p = model_trace(dir.path());
     let mut o = small_opts(InternalMode::Off);
-    o.policies = vec!["baseline".into(), "pcstream".into()];
+    o.policies = vec![
+        "baseline".into(),
+        "pcstream".into(),
+        "pcstream-paper".into(),
+    ];
     o.signatures = 5;
     let rep = compare(std::slice::from_ref(&p), &o).unwrap();
     let t = &rep.traces[0];
@@ -704,8 +708,57 @@ fn signatures_break_pcstream_down_with_learnt_and_device_lifetimes() {
             .sum();
         assert_eq!(from_rows, s.host_pages, "stream {}", s.stream);
     }
-    // Off by default, and not with tables cleared at marks.
+    // The paper's placement beside it: the same pages, the simulated
+    // pcstream-paper run's per-stream counts, and the same ordering of
+    // the two signatures' lifetimes.
+    assert!(text.contains("paper streams"), "{text}");
+    for r in &t.signatures {
+        let n: u64 = r.paper_streams.iter().map(|s| s.1).sum();
+        assert_eq!(n, r.pages, "{r:?}");
+    }
+    let paper = t
+        .runs
+        .iter()
+        .find(|r| r.policy == "pcstream-paper")
+        .unwrap();
+    for s in &paper.per_stream {
+        let from_rows: u64 = t
+            .signatures
+            .iter()
+            .flat_map(|r| r.paper_streams.iter())
+            .filter(|(id, _)| *id == s.stream)
+            .map(|(_, n)| n)
+            .sum();
+        assert_eq!(
+            from_rows, s.host_pages,
+            "pcstream-paper stream {}",
+            s.stream
+        );
+    }
+    assert!(short.paper_estimate_log2.unwrap() + 2.0 < long.paper_estimate_log2.unwrap());
+    assert!(
+        short.paper_streams[0].0 < long.paper_streams[0].0,
+        "{short:?} {long:?}"
+    );
+    // --explain: that signature alone, every stream of both policies.
     o.signatures = 0;
+    o.explain = vec![SHORT_SIG];
+    let one = compare(std::slice::from_ref(&p), &o).unwrap();
+    let ex = &one.traces[0];
+    assert!(ex.explained);
+    assert_eq!(ex.signatures.len(), 1);
+    assert_eq!(ex.signatures[0], *short, "the same row as in the breakdown");
+    let text = render(&one);
+    assert!(
+        text.contains(&format!("{SHORT_SIG:016x}: {} pages", short.pages)),
+        "{text}"
+    );
+    assert!(text.contains("pcstream-paper: learnt"), "{text}");
+    o.explain = vec![0xdead_beef];
+    let e = compare(std::slice::from_ref(&p), &o).unwrap_err();
+    assert!(e.to_string().contains("--explain 00000000deadbeef"), "{e}");
+    o.explain.clear();
+    // Off by default, and not with tables cleared at marks.
     let plain = compare(std::slice::from_ref(&p), &o).unwrap();
     assert!(plain.traces[0].signatures.is_empty());
     let json = serde_json::to_string(&plain).unwrap();
@@ -714,4 +767,14 @@ fn signatures_break_pcstream_down_with_learnt_and_device_lifetimes() {
     o.clear_at_marks = true;
     let e = compare(std::slice::from_ref(&p), &o).unwrap_err();
     assert!(e.to_string().contains("--clear-at-marks"), "{e}");
+}
+
+#[test]
+fn explain_takes_a_signature_as_printed() {
+    assert_eq!(parse_signature("00000000deadbeef"), Ok(0xdead_beef));
+    assert_eq!(parse_signature("0xAB"), Ok(0xab));
+    for bad in ["", "0x", "xyz", "12345678901234567", "-1"] {
+        let e = parse_signature(bad).unwrap_err();
+        assert!(e.contains("16 hex digits"), "{bad}: {e}");
+    }
 }

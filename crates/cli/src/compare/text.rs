@@ -217,13 +217,14 @@ fn render_signatures(o: &mut String, t: &TraceReport) {
         o,
         "\npcstream by signature (the {} heaviest; measured pass): its streams, the lifetime it learnt \
          (from the deaths it hears), the lifetime of the streams it placed them in (median), the pages' \
-         lifetimes on the device (p10 / p50 / p90; `-`: none died) and the error (median factor between \
-         placed-for and device lifetime):",
+         lifetimes on the device (p10 / p50 / p90; `-`: none died), the error (median factor between \
+         placed-for and device lifetime), and how pcstream-paper (the paper's algorithm) placed the \
+         same pages and what it learnt:",
         t.signatures.len()
     );
     let _ = writeln!(
         o,
-        "{:<18} {:>6} {:>10} {:<18} {:>8} {:>8} {:>8} {:>8} {:>8} {:>7}",
+        "{:<18} {:>6} {:>10} {:<18} {:>8} {:>8} {:>8} {:>8} {:>8} {:>7}  {:<18} {:>8}",
         "signature",
         "share",
         "pages",
@@ -233,31 +234,72 @@ fn render_signatures(o: &mut String, t: &TraceReport) {
         "dev p10",
         "dev p50",
         "dev p90",
-        "error"
+        "error",
+        "paper streams",
+        "learnt"
     );
     for r in &t.signatures {
-        let streams: Vec<String> = r
-            .streams
-            .iter()
-            .take(3)
-            .map(|(s, n)| format!("{s}:{:.0}%", pct(*n, r.pages)))
-            .collect();
+        let top3 = |v: &[(u32, u64)]| {
+            v.iter()
+                .take(3)
+                .map(|(s, n)| format!("{s}:{:.0}%", pct(*n, r.pages)))
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
         let _ = writeln!(
             o,
-            "{:<18} {:>5.1}% {:>10} {:<18} {:>8} {:>8} {:>8} {:>8} {:>8} {:>7}",
+            "{:<18} {:>5.1}% {:>10} {:<18} {:>8} {:>8} {:>8} {:>8} {:>8} {:>7}  {:<18} {:>8}",
             r.signature
                 .map_or_else(|| "(none)".to_string(), |s| format!("{s:016x}")),
             pct(r.pages, t.host_pages),
             r.pages,
-            streams.join(" "),
+            top3(&r.streams),
             pages_short(r.estimate_log2.map(f64::exp2)),
             pages_short(r.placed_for_log2.map(f64::exp2)),
             pages_short(r.device_lifetime_p10.map(|v| v as f64)),
             pages_short(r.device_lifetime_p50.map(|v| v as f64)),
             pages_short(r.device_lifetime_p90.map(|v| v as f64)),
             r.error_log2_p50
-                .map_or_else(|| "-".to_string(), |e| format!("{:.1}x", e.exp2()))
+                .map_or_else(|| "-".to_string(), |e| format!("{:.1}x", e.exp2())),
+            top3(&r.paper_streams),
+            pages_short(r.paper_estimate_log2.map(f64::exp2)),
         );
+    }
+    if t.explained {
+        for r in &t.signatures {
+            let all = |v: &[(u32, u64)]| {
+                v.iter()
+                    .map(|(s, n)| format!("stream {s}: {n} pages ({:.1}%)", pct(*n, r.pages)))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            };
+            let sig = r
+                .signature
+                .map_or_else(|| "(none)".to_string(), |s| format!("{s:016x}"));
+            let _ = writeln!(o, "\n{sig}: {} pages in the measured pass", r.pages);
+            let _ = writeln!(
+                o,
+                "  pcstream:       learnt {} ({} dead pages heard); {}",
+                pages_short(r.estimate_log2.map(f64::exp2)),
+                r.learnt_dead_pages,
+                all(&r.streams)
+            );
+            let _ = writeln!(
+                o,
+                "  pcstream-paper: learnt {}; {}",
+                pages_short(r.paper_estimate_log2.map(f64::exp2)),
+                all(&r.paper_streams)
+            );
+            let _ = writeln!(
+                o,
+                "  on the device:  {} of its pages died within the pass, after {} / {} / {} pages \
+                 (p10 / p50 / p90)",
+                r.device_dead_pages,
+                pages_short(r.device_lifetime_p10.map(|v| v as f64)),
+                pages_short(r.device_lifetime_p50.map(|v| v as f64)),
+                pages_short(r.device_lifetime_p90.map(|v| v as f64)),
+            );
+        }
     }
     let _ = writeln!(
         o,
