@@ -215,12 +215,16 @@ pub fn render(rep: &Report) -> String {
 fn render_signatures(o: &mut String, t: &TraceReport) {
     let _ = writeln!(
         o,
-        "\npcstream by signature (the {} heaviest; measured pass): its streams, the lifetime it learnt \
+        "\npcstream by signature ({}; measured pass): its streams, the lifetime it learnt \
          (from the deaths it hears), the lifetime of the streams it placed them in (median), the pages' \
          lifetimes on the device (p10 / p50 / p90; `-`: none died), the error (median factor between \
          placed-for and device lifetime), and how pcstream-paper (the paper's algorithm) placed the \
          same pages and what it learnt:",
-        t.signatures.len()
+        if t.explained {
+            "the signatures asked for".to_string()
+        } else {
+            format!("the {} heaviest", t.signatures.len())
+        }
     );
     let _ = writeln!(
         o,
