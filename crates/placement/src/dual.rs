@@ -57,6 +57,8 @@ pub struct PcStreamDual {
     /// [`PcStreamDual::placed_for`] as of the latest decision (the GC hook
     /// and [`PcStreamDual::placed_for_handle`] read it).
     placed_for_now: std::sync::Arc<std::sync::Mutex<Vec<f64>>>,
+    /// `use_lba`, for [`PcStreamDual::uses_lba_handle`].
+    uses_lba_now: std::sync::Arc<std::sync::atomic::AtomicBool>,
     /// Stream ids of the device (the learners get fewer with `gc_streams`).
     streams: u32,
     /// Stream ids kept for GC copies by age (`gc_streams`), the last ones.
@@ -196,6 +198,7 @@ impl PcStreamDual {
             streams: all,
             gc_streams,
             placed_for_now: Default::default(),
+            uses_lba_now: Default::default(),
             by_file,
             by_lba,
             use_lba: false,
@@ -276,6 +279,8 @@ impl PcStreamDual {
             if lba != self.use_lba {
                 self.use_lba = lba;
                 self.switches += 1;
+                self.uses_lba_now
+                    .store(lba, std::sync::atomic::Ordering::Relaxed);
             }
         }
         let now_for = self.placed_for();
@@ -309,6 +314,13 @@ impl PcStreamDual {
     /// the replay's per-signature report).
     pub fn placed_for_handle(&self) -> std::sync::Arc<std::sync::Mutex<Vec<f64>>> {
         std::sync::Arc::clone(&self.placed_for_now)
+    }
+
+    /// A handle on [`PcStreamDual::uses_lba`], for readers that cannot
+    /// borrow the policy while it places (the replay's per-signature
+    /// report: which learner placed each page).
+    pub fn uses_lba_handle(&self) -> std::sync::Arc<std::sync::atomic::AtomicBool> {
+        std::sync::Arc::clone(&self.uses_lba_now)
     }
 }
 
@@ -495,6 +507,11 @@ mod tests {
         let (f, l) = (p.pooled_variance(0).unwrap(), p.pooled_variance(1).unwrap());
         assert!(l < f, "device-lifetime variance: lba {l} file {f}");
         assert!(p.uses_lba());
+        assert!(
+            p.uses_lba_handle()
+                .load(std::sync::atomic::Ordering::Relaxed),
+            "the handle follows the choice"
+        );
         let c: std::collections::BTreeMap<_, _> = p.counters().into_iter().collect();
         assert_eq!(c["placed_by_lba"], 1);
     }
@@ -521,6 +538,9 @@ mod tests {
             }
         }
         assert!(!p.uses_lba());
+        assert!(!p
+            .uses_lba_handle()
+            .load(std::sync::atomic::Ordering::Relaxed));
         let s = *used.iter().max().unwrap();
         assert!(s >= 1, "never clustered: {used:?}");
         let heard = p.placing().mapper().centroids()[s as usize - 1];

@@ -75,6 +75,10 @@ pub struct SignatureRow {
     pub paper_streams: Vec<(u32, u64)>,
     /// `pcstream-paper`'s lifetime estimate at the end, log2 pages.
     pub paper_estimate_log2: Option<f64>,
+    /// Pages the shipped pcstream placed with its LBA-keyed learner (the
+    /// rest with the file-keyed one, the paper's keying); all of them with
+    /// `key_by_lba`.
+    pub lba_learner_pages: u64,
 }
 
 /// The policy broken down: the shipped dual learner, or one learner.
@@ -103,6 +107,15 @@ impl Learner {
     /// places, log2 pages: the dual's handle on it (device lifetimes learnt
     /// from the device's deaths, as of its latest decision); none for the
     /// LBA learner alone (its end-of-pass centroids are used).
+    /// Whether the LBA-keyed learner places now, readable while the
+    /// policy is borrowed (`None`: always, the LBA learner alone).
+    fn uses_lba(&self) -> Option<std::sync::Arc<std::sync::atomic::AtomicBool>> {
+        match self {
+            Learner::Dual(p) => Some(p.uses_lba_handle()),
+            Learner::One(_) => None,
+        }
+    }
+
     fn placed_for(&self) -> Option<std::sync::Arc<std::sync::Mutex<Vec<f64>>>> {
         match self {
             Learner::Dual(p) => Some(p.placed_for_handle()),
@@ -114,6 +127,8 @@ impl Learner {
 #[derive(Default)]
 struct Acc {
     pages: u64,
+    /// Pages placed by the LBA-keyed learner.
+    by_lba: u64,
     streams: HashMap<u32, u64>,
     /// Device lifetimes of the pages that died, per stream they went to.
     lives: HashMap<u32, Vec<u64>>,
@@ -217,6 +232,7 @@ pub fn pcstream_signatures(
     let passes = u64::from(r.run_mode.warmup_passes) + 1;
     let mut acc: HashMap<Option<u64>, Acc> = HashMap::new();
     let live_prediction = pc.placed_for();
+    let uses_lba = pc.uses_lba();
     for pass in 0..passes {
         let measured = pass + 1 == passes;
         let mut slot = PolicySlot {
@@ -239,6 +255,11 @@ pub fn pcstream_signatures(
                     };
                     let a = acc.entry(key).or_default();
                     a.pages += 1;
+                    a.by_lba += u64::from(
+                        uses_lba
+                            .as_ref()
+                            .is_none_or(|u| u.load(std::sync::atomic::Ordering::Relaxed)),
+                    );
                     *a.streams.entry(stream).or_default() += 1;
                     let death = r.death(k);
                     if let Some(d) = death {
@@ -318,6 +339,7 @@ pub fn pcstream_signatures(
                 error_log2_p50: a.errors.median(),
                 paper_streams: most_first(paper_acc.remove(&signature).unwrap_or_default()),
                 paper_estimate_log2: paper_st.and_then(|s| s.estimate_log2()),
+                lba_learner_pages: a.by_lba,
             }
         })
         .collect();

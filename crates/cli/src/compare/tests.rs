@@ -754,6 +754,17 @@ fn signatures_break_pcstream_down_with_learnt_and_device_lifetimes() {
         "{text}"
     );
     assert!(text.contains("pcstream-paper: learnt"), "{text}");
+    for r in &t.signatures {
+        assert!(r.lba_learner_pages <= r.pages, "{r:?}");
+    }
+    assert!(text.contains("placed by its LBA-keyed learner"), "{text}");
+    // The LBA-keyed learner alone places every page.
+    let mut by_lba = o.clone();
+    by_lba.policy_config.pcstream.key_by_lba = true;
+    let one = compare(std::slice::from_ref(&p), &by_lba).unwrap();
+    for r in &one.traces[0].signatures {
+        assert_eq!(r.lba_learner_pages, r.pages, "{r:?}");
+    }
     o.explain = vec![0xdead_beef];
     let e = compare(std::slice::from_ref(&p), &o).unwrap_err();
     assert!(e.to_string().contains("--explain 00000000deadbeef"), "{e}");

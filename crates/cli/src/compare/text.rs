@@ -290,6 +290,14 @@ fn render_signatures(o: &mut String, t: &TraceReport) {
             );
             let _ = writeln!(
                 o,
+                "                  placed by its LBA-keyed learner: {} pages ({:.1}%), by its \
+                 file-keyed one (the paper's keying): {}",
+                r.lba_learner_pages,
+                pct(r.lba_learner_pages, r.pages),
+                r.pages - r.lba_learner_pages
+            );
+            let _ = writeln!(
+                o,
                 "  pcstream-paper: learnt {}; {}",
                 pages_short(r.paper_estimate_log2.map(f64::exp2)),
                 all(&r.paper_streams)
