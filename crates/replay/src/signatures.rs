@@ -32,6 +32,7 @@ use crate::experiment::{policy_config_for, Job};
 use crate::ops::WriteClass;
 use crate::pass::{drive_pass, PassEvent, PolicySlot};
 use crate::sizing::layout;
+use crate::Replay;
 use pcstream_placement::dual::PcStreamDual;
 use pcstream_placement::pcstream::PcStream;
 use pcstream_placement::placement::Placement;
@@ -186,6 +187,48 @@ fn score(
     }
 }
 
+/// Drives `policy` through the replay's warm-up passes and its measured
+/// pass (as [`crate::simulate`] does: same clock), calling
+/// `page(stream, k, key)` for each page of the measured pass: its stream,
+/// its index in the pass, and its signature (`None` for a device write
+/// without one or for file-system metadata).
+fn each_measured_page(
+    r: &Replay,
+    policy: &mut dyn Placement,
+    streams: u32,
+    mut page: impl FnMut(u32, u64, Option<u64>),
+) -> Result<(), ReplayError> {
+    let n = r.host_pages();
+    let passes = u64::from(r.run_mode.warmup_passes) + 1;
+    for pass in 0..passes {
+        let measured = pass + 1 == passes;
+        let mut slot = PolicySlot {
+            base: &mut *policy,
+            fresh: None,
+        };
+        drive_pass(r, &mut slot, None, streams, pass * n, |ev| {
+            if let PassEvent::Page {
+                stream,
+                k,
+                signature,
+                class,
+                ..
+            } = ev
+            {
+                if measured {
+                    let key = match class {
+                        WriteClass::Data => signature,
+                        WriteClass::Metadata => None,
+                    };
+                    page(stream, k, key);
+                }
+            }
+            Ok(())
+        })?;
+    }
+    Ok(())
+}
+
 /// Pages per stream, most first (ties: lower stream first).
 fn most_first(m: HashMap<u32, u64>) -> Vec<(u32, u64)> {
     let mut v: Vec<(u32, u64)> = m.into_iter().collect();
@@ -228,83 +271,36 @@ pub fn pcstream_signatures(
             cfg.pcstream.clone(),
         )))
     };
-    let n = r.host_pages();
-    let passes = u64::from(r.run_mode.warmup_passes) + 1;
     let mut acc: HashMap<Option<u64>, Acc> = HashMap::new();
     let live_prediction = pc.placed_for();
     let uses_lba = pc.uses_lba();
-    for pass in 0..passes {
-        let measured = pass + 1 == passes;
-        let mut slot = PolicySlot {
-            base: pc.placement(),
-            fresh: None,
-        };
-        drive_pass(r, &mut slot, None, cfg.streams, pass * n, |ev| {
-            if let PassEvent::Page {
-                stream,
-                k,
-                signature,
-                class,
-                ..
-            } = ev
-            {
-                if measured {
-                    let key = match class {
-                        WriteClass::Data => signature,
-                        WriteClass::Metadata => None,
-                    };
-                    let a = acc.entry(key).or_default();
-                    a.pages += 1;
-                    a.by_lba += u64::from(
-                        uses_lba
-                            .as_ref()
-                            .is_none_or(|u| u.load(std::sync::atomic::Ordering::Relaxed)),
-                    );
-                    *a.streams.entry(stream).or_default() += 1;
-                    let death = r.death(k);
-                    if let Some(d) = death {
-                        a.lives.entry(stream).or_default().push(d - k);
-                    }
-                    // What the stream was placed for at this write.
-                    let pred = live_prediction.as_ref().and_then(|h| {
-                        stands_for(&h.lock().unwrap_or_else(|e| e.into_inner()), stream)
-                    });
-                    if let Some(c) = pred {
-                        score(&mut a.placed, &mut a.errors, c, 1, death.map(|d| d - k));
-                    }
-                }
-            }
-            Ok(())
-        })?;
-    }
+    each_measured_page(r, pc.placement(), cfg.streams, |stream, k, key| {
+        let a = acc.entry(key).or_default();
+        a.pages += 1;
+        a.by_lba += u64::from(
+            uses_lba
+                .as_ref()
+                .is_none_or(|u| u.load(std::sync::atomic::Ordering::Relaxed)),
+        );
+        *a.streams.entry(stream).or_default() += 1;
+        let death = r.death(k);
+        if let Some(d) = death {
+            a.lives.entry(stream).or_default().push(d - k);
+        }
+        // What the stream was placed for at this write.
+        let pred = live_prediction
+            .as_ref()
+            .and_then(|h| stands_for(&h.lock().unwrap_or_else(|e| e.into_inner()), stream));
+        if let Some(c) = pred {
+            score(&mut a.placed, &mut a.errors, c, 1, death.map(|d| d - k));
+        }
+    })?;
     // The paper's algorithm through the same passes, beside it.
     let mut paper = PcStream::paper(cfg.streams, cfg.pcstream.clone());
     let mut paper_acc: HashMap<Option<u64>, HashMap<u32, u64>> = HashMap::new();
-    for pass in 0..passes {
-        let measured = pass + 1 == passes;
-        let mut slot = PolicySlot {
-            base: &mut paper,
-            fresh: None,
-        };
-        drive_pass(r, &mut slot, None, cfg.streams, pass * n, |ev| {
-            if let PassEvent::Page {
-                stream,
-                signature,
-                class,
-                ..
-            } = ev
-            {
-                if measured {
-                    let key = match class {
-                        WriteClass::Data => signature,
-                        WriteClass::Metadata => None,
-                    };
-                    *paper_acc.entry(key).or_default().entry(stream).or_default() += 1;
-                }
-            }
-            Ok(())
-        })?;
-    }
+    each_measured_page(r, &mut paper, cfg.streams, |stream, _, key| {
+        *paper_acc.entry(key).or_default().entry(stream).or_default() += 1;
+    })?;
     let placing = pc.placing();
     // What the streams stand for at the end (the LBA learner alone).
     let centroids = placing.mapper().centroids();

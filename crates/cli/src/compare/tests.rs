@@ -697,17 +697,21 @@ fn signatures_break_pcstream_down_with_learnt_and_device_lifetimes() {
         assert!((0.0..2.0).contains(&e), "error {e} (log2) for {r:?}");
     }
     // The rows agree with the simulated run's per-stream counts.
-    let pc = t.runs.iter().find(|r| r.policy == "pcstream").unwrap();
-    for s in &pc.per_stream {
-        let from_rows: u64 = t
-            .signatures
-            .iter()
-            .flat_map(|r| r.streams.iter())
-            .filter(|(id, _)| *id == s.stream)
-            .map(|(_, n)| n)
-            .sum();
-        assert_eq!(from_rows, s.host_pages, "stream {}", s.stream);
-    }
+    let rows_match_run =
+        |policy: &str, streams: fn(&pcstream_replay::signatures::SignatureRow) -> &[(u32, u64)]| {
+            let run = t.runs.iter().find(|r| r.policy == policy).unwrap();
+            for s in &run.per_stream {
+                let from_rows: u64 = t
+                    .signatures
+                    .iter()
+                    .flat_map(|r| streams(r).iter())
+                    .filter(|(id, _)| *id == s.stream)
+                    .map(|(_, n)| n)
+                    .sum();
+                assert_eq!(from_rows, s.host_pages, "{policy} stream {}", s.stream);
+            }
+        };
+    rows_match_run("pcstream", |r| &r.streams);
     // The paper's placement beside it: the same pages, the simulated
     // pcstream-paper run's per-stream counts, and the same ordering of
     // the two signatures' lifetimes.
@@ -716,25 +720,7 @@ fn signatures_break_pcstream_down_with_learnt_and_device_lifetimes() {
         let n: u64 = r.paper_streams.iter().map(|s| s.1).sum();
         assert_eq!(n, r.pages, "{r:?}");
     }
-    let paper = t
-        .runs
-        .iter()
-        .find(|r| r.policy == "pcstream-paper")
-        .unwrap();
-    for s in &paper.per_stream {
-        let from_rows: u64 = t
-            .signatures
-            .iter()
-            .flat_map(|r| r.paper_streams.iter())
-            .filter(|(id, _)| *id == s.stream)
-            .map(|(_, n)| n)
-            .sum();
-        assert_eq!(
-            from_rows, s.host_pages,
-            "pcstream-paper stream {}",
-            s.stream
-        );
-    }
+    rows_match_run("pcstream-paper", |r| &r.paper_streams);
     assert!(short.paper_estimate_log2.unwrap() + 2.0 < long.paper_estimate_log2.unwrap());
     assert!(
         short.paper_streams[0].0 < long.paper_streams[0].0,

@@ -56,17 +56,19 @@ impl PcStream {
         } else {
             pages
         };
-        let by_page = if pages - by_page < 2 { pages } else { by_page };
-        let mut stream = self.mapper.stream(w.signature.unwrap_or(0));
-        for i in 0..by_page {
-            stream = self.place(&page(i));
-        }
-        if by_page == pages {
+        let sig = w.signature.unwrap_or(0);
+        if pages - by_page < 2 {
+            let mut stream = self.mapper.stream(sig);
+            for i in 0..pages {
+                stream = self.place(&page(i));
+            }
             return stream;
+        }
+        for i in 0..by_page {
+            self.place(&page(i));
         }
         // Every page from `by_page` on is an append: the same key (no
         // previous lifetime), nothing overwritten.
-        let sig = w.signature.unwrap_or(0);
         let (key, _) = self.key_of(sig, &page(by_page), space, first + by_page, 0);
         if sig != 0 && key != sig && self.refined.insert(key) {
             self.signatures.insert(sig);
