@@ -15,6 +15,7 @@
 #   CPython's tests libpython3.11-testsuite  shim_cpython_tests (a real application's own test suite under the shim)
 #   initdb, pgbench postgresql     daemon_postgres (a database server under the shim with the daemon)
 #   fio             fio (+ libaio1)  shim_aio (a real program writing with libaio's io_submit)
+#   java, javac     openjdk-17-jdk-headless  java_paths (Java call paths through JVMTI)
 set -euo pipefail
 need=()
 check() { command -v "$1" >/dev/null || need+=("$2"); }
@@ -35,6 +36,7 @@ check debootstrap debootstrap
 check cpio cpio
 check zstd zstd
 check fio fio
+check javac openjdk-17-jdk-headless
 [ -e /usr/lib/python3.11/test/test_subprocess.py ] || need+=(libpython3.11-testsuite)
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need+=(postgresql)
 command -v cargo >/dev/null || { echo "install-deps: cargo not found: install Rust (rustup) first" >&2; exit 1; }

@@ -151,6 +151,27 @@ pub fn compile_c(src: &Path, out: &Path, flags: &[&str]) {
     );
 }
 
+/// Compiles `tests/java/<name>.java` with `javac` into `out` (a class
+/// directory); panics with the compiler's output on failure.
+pub fn compile_java(name: &str, out: &Path) {
+    require_tool("javac", "openjdk-17-jdk-headless");
+    let src = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("java")
+        .join(format!("{name}.java"));
+    let o = Command::new("javac")
+        .arg("-d")
+        .arg(out)
+        .arg(&src)
+        .output()
+        .expect("run javac");
+    assert!(
+        o.status.success(),
+        "javac {} failed:\n{}",
+        src.display(),
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
 /// Generates a C code base into `dir` with `bench/gen_cbase.py` (`args`: its
 /// units, headers and further arguments, as the script's usage says), for
 /// the tests that build it with gcc and make.

@@ -387,7 +387,9 @@ pub(crate) fn context_json(
             .frames
             .iter()
             .map(|f| match split_frame(f) {
-                Some((p, o)) if p.starts_with('/') => {
+                Some((p, o))
+                    if p.starts_with('/') || p.starts_with(pcstream_placement::java::PREFIX) =>
+                {
                     let key = pcstream_placement::signature::module_key_from_path(p.as_bytes(), 0);
                     s.resolve(key, p, &[], o).display()
                 }

@@ -41,6 +41,11 @@ pub struct Resolved {
 impl Resolved {
     /// One-line form: `outer_fn (file:line) [inlined: f, g] module+0xoff`.
     pub fn display(&self) -> String {
+        if self.module == "java" {
+            if let Some(f) = self.functions.first().and_then(|f| f.name.clone()) {
+                return f;
+            }
+        }
         let loc = format!("{}+{:#x}", self.module, self.offset);
         let Some(outer) = self.functions.last() else {
             return loc;
@@ -220,6 +225,20 @@ impl Symbolizer {
     ) -> Resolved {
         if let Some(r) = self.cache.get(&(module_key, offset)) {
             return r.clone();
+        }
+        if let Some(name) = pcstream_placement::java::display(path, offset) {
+            // A Java method (`java.rs` in the placement crate): named by
+            // the shim, nothing to load.
+            return Resolved {
+                module: "java".into(),
+                offset,
+                functions: vec![Function {
+                    name: Some(name),
+                    file: None,
+                    line: None,
+                    inlined: false,
+                }],
+            };
         }
         let module = Path::new(path)
             .file_name()

@@ -29,6 +29,7 @@ pub mod env;
 #[cfg(feature = "learn")]
 pub mod gc_age;
 pub mod hint;
+pub mod java;
 #[cfg(feature = "learn")]
 pub mod kmeans;
 pub mod lifetime;

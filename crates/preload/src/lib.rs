@@ -47,6 +47,7 @@ pub(crate) mod files;
 pub(crate) mod hint;
 pub(crate) mod hooks;
 pub(crate) mod hot;
+pub(crate) mod java;
 pub(crate) mod live;
 pub(crate) mod modules;
 pub(crate) mod rawdev;

@@ -32,6 +32,8 @@ pub struct Module {
     pub sent: AtomicBool,
     /// Whether this is libpcstream.so itself (its frames are skipped).
     pub own: bool,
+    /// Whether this is one of the JDK's I/O natives (`java.rs`).
+    pub jdk_io: bool,
     /// Function starts from its `.eh_frame_hdr` (scan validation).
     pub fdes: crate::ehhdr::FdeTable,
     /// The ELF entry point (runtime address) when this module is the
@@ -301,7 +303,9 @@ unsafe extern "C" fn collect_one(
         0
     };
     if any {
+        crate::java::note_module(&path);
         c.modules.push(Module {
+            jdk_io: crate::java::is_io_native(&path),
             key,
             base,
             path: Box::leak(path.into_boxed_slice()),

@@ -37,6 +37,8 @@ pub enum Method {
     StackScan = 2,
     /// DWARF unwinding (`PCSTREAM_UNWIND=exact`).
     Dwarf = 3,
+    /// Java frames from JVMTI (`java.rs`).
+    Java = 4,
 }
 
 /// Capture parameters (from the config).

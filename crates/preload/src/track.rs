@@ -43,6 +43,12 @@ unsafe fn capture(t: &Thread, rec: *const usize, cap: &mut Captured) -> bool {
 #[cold]
 #[inline(never)]
 pub(crate) unsafe fn capture_described(t: &Thread, rec: *const usize) -> Option<(u64, u32)> {
+    if let Some(table) = modules::table() {
+        // SAFETY: forwarded caller contract.
+        if let Some(hit) = unsafe { crate::java::direct(t, table, rec) } {
+            return Some(hit);
+        }
+    }
     let mut cap = Captured::new();
     // SAFETY: forwarded caller contract.
     if !unsafe { capture(t, rec, &mut cap) } {
@@ -158,8 +164,12 @@ pub unsafe fn before_write(t: &Thread, fd: c_int, rec: *const usize, b: &mut Bef
     }
     if let Some(table) = modules::table() {
         // SAFETY: forwarded caller contract.
-        b.hit = unsafe { signature::cached(t, table, rec, state::params()) }
-            .map(|(sig, stream)| (sig.0, stream));
+        b.hit = match unsafe { crate::java::direct(t, table, rec) } {
+            Some(hit) => Some(hit),
+            // SAFETY: forwarded caller contract.
+            None => unsafe { signature::cached(t, table, rec, state::params()) }
+                .map(|(sig, stream)| (sig.0, stream)),
+        };
     }
 }
 

@@ -1,0 +1,185 @@
+//! Java call paths (#27): a JVM under the shim gets signatures from its
+//! Java frames (JVMTI, taken in the live phase; no agent flag, no JDK
+//! change). `tests/java/Lifetimes.java` writes through one stream class
+//! (`FileOutputStream.write`) from three methods with three lifetimes: a
+//! journal rewritten every round, tables kept, scratch files deleted four
+//! rounds later.
+
+mod app_common;
+mod daemon_common;
+
+use daemon_common::Daemon;
+use pcstream_placement::env as var;
+use pcstream_placement::hint::RwHint;
+use pcstream_tests::{compile_java, require_tool, rw_hint};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// The signature of each of the three kinds of file (journal, table,
+/// scratch) in a recorded run; each kind must have exactly one.
+fn kinds(rec: &app_common::Recorded) -> [u64; 3] {
+    let paths = app_common::call_paths(&rec.dir);
+    let pick = |pred: &dyn Fn(&str) -> bool, what: &str| -> u64 {
+        let s: BTreeMap<u64, u64> = rec.trace.write_sigs(pred);
+        assert_eq!(
+            s.len(),
+            1,
+            "{what}: one signature expected:\n{}",
+            app_common::show(&s, &paths)
+        );
+        let sig = *s.keys().next().unwrap();
+        let path = &paths[&sig];
+        assert!(
+            path.starts_with(&format!("Lifetimes.{what}(")),
+            "{what}: the path starts at the Java method: {path}"
+        );
+        sig
+    };
+    [
+        pick(&|n: &str| n == "journal", "journal"),
+        pick(&|n: &str| n.starts_with("table-"), "table"),
+        pick(&|n: &str| n.starts_with("scratch-"), "scratch"),
+    ]
+}
+
+fn java_run(classes: &Path, dir: &Path, rounds: u32) -> Vec<String> {
+    std::fs::create_dir_all(dir).unwrap();
+    vec![
+        "java".into(),
+        "-Xshare:auto".into(),
+        "-cp".into(),
+        classes.display().to_string(),
+        "Lifetimes".into(),
+        dir.display().to_string(),
+        rounds.to_string(),
+    ]
+}
+
+#[test]
+fn three_java_methods_get_three_signatures_the_same_in_two_runs() {
+    require_tool("java", "openjdk-17-jdk-headless");
+    let tmp = tempfile::tempdir().unwrap();
+    let classes = tmp.path().join("classes");
+    compile_java("Lifetimes", &classes);
+    let mut runs = Vec::new();
+    for i in 0..2 {
+        let dir = tmp.path().join(format!("run{i}"));
+        let cmd = java_run(&classes, &dir.join("data"), 20);
+        let argv: Vec<&str> = cmd.iter().map(String::as_str).collect();
+        let rec = app_common::record(&dir.join("rec"), &dir, &argv, &[]);
+        assert_eq!(
+            String::from_utf8_lossy(&rec.output.stdout).trim(),
+            "rounds 20",
+            "the program's output is unchanged"
+        );
+        let k = kinds(&rec);
+        assert!(
+            k[0] != k[1] && k[1] != k[2] && k[0] != k[2],
+            "three signatures: {k:x?}"
+        );
+        runs.push(k);
+    }
+    assert_eq!(runs[0], runs[1], "the same signatures in both runs");
+}
+
+#[test]
+fn pcstreamd_learns_the_java_methods_apart_and_fresh_files_get_their_hints() {
+    require_tool("java", "openjdk-17-jdk-headless");
+    let d = Daemon::start("[mapper]\nfirst_interval = 64\ncheck_interval = 256\n");
+    let tmp = tempfile::tempdir().unwrap();
+    let classes = tmp.path().join("classes");
+    compile_java("Lifetimes", &classes);
+    let run_dir = d.run_dir();
+    let env = [
+        (var::RUNTIME_DIR, run_dir.to_str().unwrap()),
+        (var::FLUSH_MS, "20"),
+    ];
+    // Learning run.
+    let a = tmp.path().join("a");
+    let cmd = java_run(&classes, &a.join("data"), 60);
+    let argv: Vec<&str> = cmd.iter().map(String::as_str).collect();
+    let rec = app_common::record(&a.join("rec"), &a, &argv, &env);
+    let [journal, table, scratch] = kinds(&rec);
+    let mut last = u64::MAX;
+    loop {
+        let n = d.status()["events"].as_u64().unwrap();
+        if n == last {
+            break;
+        }
+        last = n;
+        std::thread::sleep(std::time::Duration::from_millis(300));
+    }
+    let (ok, _, err) = d.ctl(&["recluster"]);
+    assert!(ok, "{err}");
+    let ctx = d.contexts();
+    let row = |sig: u64| {
+        ctx.iter()
+            .find(|c| c["signature"] == format!("{sig:016x}"))
+            .unwrap_or_else(|| panic!("{sig:016x} not in contexts:\n{ctx:#?}"))
+            .clone()
+    };
+    let (j, t, s) = (row(journal), row(table), row(scratch));
+    // `contexts` names the Java methods.
+    for (c, m) in [(&j, "journal"), (&t, "table"), (&s, "scratch")] {
+        let f0 = c["frames"][0].as_str().unwrap_or("");
+        assert!(
+            f0.starts_with(&format!("Lifetimes.{m}(File")),
+            "contexts shows the Java frame: {c:#}"
+        );
+    }
+    let stream = |c: &serde_json::Value| c["stream"].as_u64().unwrap();
+    let life = |c: &serde_json::Value| c["lifetime_estimate_bytes"].as_f64().unwrap_or(f64::NAN);
+    eprintln!(
+        "journal {} B (stream {}), scratch {} B (stream {}), table {} B (stream {})",
+        life(&j),
+        stream(&j),
+        life(&s),
+        stream(&s),
+        life(&t),
+        stream(&t)
+    );
+    assert!(
+        life(&j) < life(&s),
+        "journal {} scratch {}",
+        life(&j),
+        life(&s)
+    );
+    // Three streams: the journal below the scratch files; the tables, which
+    // never die in the run, above both or unmapped (stream 0: no lifetime
+    // sample, no hint; docs/placement.md).
+    assert!(
+        stream(&j) != 0 && stream(&j) < stream(&s) && (stream(&t) == 0 || stream(&t) > stream(&s)),
+        "streams: journal {} scratch {} table {}",
+        stream(&j),
+        stream(&s),
+        stream(&t)
+    );
+
+    // A second run into a fresh directory: its new files carry the hints of
+    // the streams learnt for their methods.
+    let b = tmp.path().join("b");
+    let cmd = java_run(&classes, &b.join("data"), 3);
+    let argv: Vec<&str> = cmd.iter().map(String::as_str).collect();
+    let rec = app_common::record(&b.join("rec"), &b, &argv, &env);
+    assert_eq!(
+        kinds(&rec),
+        [journal, table, scratch],
+        "the same signatures"
+    );
+    let data = b.join("data");
+    assert_eq!(
+        rw_hint(&data.join("journal")),
+        RwHint::for_stream(stream(&j) as u32).raw(),
+        "journal hint"
+    );
+    assert_eq!(
+        rw_hint(&data.join("table-0")),
+        RwHint::for_stream(stream(&t) as u32).raw(),
+        "table hint"
+    );
+    assert_eq!(
+        rw_hint(&data.join("scratch-2")),
+        RwHint::for_stream(stream(&s) as u32).raw(),
+        "scratch hint"
+    );
+}
