@@ -5,26 +5,33 @@ import java.io.*;
  * every round, journal() rewrites DIR/journal (its pages die next round),
  * table() writes a new DIR/table-N that is never deleted, and scratch()
  * writes DIR/scratch-N and deletes the scratch file of four rounds before.
- * All three write 4 KiB blocks through FileOutputStream.write.
+ * All three write 4 KiB blocks through one helper, fill(), that calls
+ * FileOutputStream.write: their paths share their innermost Java frames
+ * and differ in the next one. ROUNDS in the thousands make the JIT
+ * compile fill() and the methods (and inline them into each other).
  */
 public class Lifetimes {
     static final byte[] BLOCK = new byte[4096];
 
+    static void fill(FileOutputStream o, int blocks) throws IOException {
+        for (int i = 0; i < blocks; i++) o.write(BLOCK);
+    }
+
     static void journal(File dir) throws IOException {
         try (FileOutputStream o = new FileOutputStream(new File(dir, "journal"))) {
-            for (int i = 0; i < 8; i++) o.write(BLOCK);
+            fill(o, 2);
         }
     }
 
     static void table(File dir, int round) throws IOException {
         try (FileOutputStream o = new FileOutputStream(new File(dir, "table-" + round))) {
-            for (int i = 0; i < 16; i++) o.write(BLOCK);
+            fill(o, 4);
         }
     }
 
     static void scratch(File dir, int round) throws IOException {
         try (FileOutputStream o = new FileOutputStream(new File(dir, "scratch-" + round))) {
-            for (int i = 0; i < 16; i++) o.write(BLOCK);
+            fill(o, 4);
         }
         new File(dir, "scratch-" + (round - 4)).delete();
     }

@@ -1,9 +1,12 @@
 //! Java call paths (#27): a JVM under the shim gets signatures from its
 //! Java frames (JVMTI, taken in the live phase; no agent flag, no JDK
 //! change). `tests/java/Lifetimes.java` writes through one stream class
-//! (`FileOutputStream.write`) from three methods with three lifetimes: a
-//! journal rewritten every round, tables kept, scratch files deleted four
-//! rounds later.
+//! (`FileOutputStream.write`, from one helper method) for three methods
+//! with three lifetimes: a journal rewritten every round, tables kept,
+//! scratch files deleted four rounds later. Thousands of rounds: the JIT
+//! compiles the paths, and repeats are recognised from the stack's JIT
+//! return addresses (`java.rs`) without walking it: every write must
+//! still get its own path's signature.
 
 mod app_common;
 mod daemon_common;
@@ -30,8 +33,9 @@ fn kinds(rec: &app_common::Recorded) -> [u64; 3] {
         let sig = *s.keys().next().unwrap();
         let path = &paths[&sig];
         assert!(
-            path.starts_with(&format!("Lifetimes.{what}(")),
-            "{what}: the path starts at the Java method: {path}"
+            path.starts_with("Lifetimes.fill(FileOutputStream, int)")
+                && path.contains(&format!(" <- Lifetimes.{what}(File")),
+            "{what}: the path is the Java methods': {path}"
         );
         sig
     };
@@ -64,12 +68,12 @@ fn three_java_methods_get_three_signatures_the_same_in_two_runs() {
     let mut runs = Vec::new();
     for i in 0..2 {
         let dir = tmp.path().join(format!("run{i}"));
-        let cmd = java_run(&classes, &dir.join("data"), 20);
+        let cmd = java_run(&classes, &dir.join("data"), 3000);
         let argv: Vec<&str> = cmd.iter().map(String::as_str).collect();
         let rec = app_common::record(&dir.join("rec"), &dir, &argv, &[]);
         assert_eq!(
             String::from_utf8_lossy(&rec.output.stdout).trim(),
-            "rounds 20",
+            "rounds 3000",
             "the program's output is unchanged"
         );
         let k = kinds(&rec);
@@ -96,7 +100,7 @@ fn pcstreamd_learns_the_java_methods_apart_and_fresh_files_get_their_hints() {
     ];
     // Learning run.
     let a = tmp.path().join("a");
-    let cmd = java_run(&classes, &a.join("data"), 60);
+    let cmd = java_run(&classes, &a.join("data"), 200);
     let argv: Vec<&str> = cmd.iter().map(String::as_str).collect();
     let rec = app_common::record(&a.join("rec"), &a, &argv, &env);
     let [journal, table, scratch] = kinds(&rec);
@@ -122,9 +126,11 @@ fn pcstreamd_learns_the_java_methods_apart_and_fresh_files_get_their_hints() {
     // `contexts` names the Java methods.
     for (c, m) in [(&j, "journal"), (&t, "table"), (&s, "scratch")] {
         let f0 = c["frames"][0].as_str().unwrap_or("");
+        let f1 = c["frames"][1].as_str().unwrap_or("");
         assert!(
-            f0.starts_with(&format!("Lifetimes.{m}(File")),
-            "contexts shows the Java frame: {c:#}"
+            f0.starts_with("Lifetimes.fill(FileOutputStream, int) bci ")
+                && f1.starts_with(&format!("Lifetimes.{m}(File")),
+            "contexts shows the Java frames: {c:#}"
         );
     }
     let stream = |c: &serde_json::Value| c["stream"].as_u64().unwrap();

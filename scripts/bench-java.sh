@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# The shim's cost per Java write, whole JVM: tests/java/WriteLoop.java
+# writes COUNT blocks of SIZE bytes to a file in $TMPFS through each shape
+# (stream: FileOutputStream.write; channel: FileChannel.write; buffered:
+# BufferedOutputStream over FileOutputStream), natively and under the shim
+# with a map, with pcstreamd attached, and recording; native and shim runs
+# alternate, and the table gives the median of ROUNDS of the whole
+# process's user + sys time (and the ratio to native).
+# Usage: scripts/bench-java.sh [ROUNDS] [COUNT] [SIZE]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROUNDS=${1:-5}
+COUNT=${2:-1000000}
+SIZE=${3:-4096}
+SHAPES=${SHAPES:-stream channel buffered}
+MODES=${MODES:-map daemon record}
+TMPFS=${TMPFS:-/dev/shm}
+TARGET=${CARGO_TARGET_DIR:-target}
+for v in ROUNDS COUNT SIZE; do
+    [[ ${!v} =~ ^[1-9][0-9]*$ ]] || { echo "bench-java: $v must be a positive number, not '${!v}'" >&2; exit 2; }
+done
+for s in $SHAPES; do
+    [[ $s =~ ^(stream|channel|buffered)$ ]] || { echo "SHAPES: unknown shape $s (stream channel buffered)" >&2; exit 2; }
+done
+for m in $MODES; do
+    [[ $m =~ ^(map|daemon|record)$ ]] || { echo "MODES: unknown mode $m (map daemon record)" >&2; exit 2; }
+done
+command -v javac >/dev/null || { echo "bench-java: javac not found (scripts/install-deps.sh installs openjdk-17-jdk-headless)" >&2; exit 1; }
+cargo build -q --release -p pcstream-preload -p pcstreamd
+SHIM=$(realpath "$TARGET/release/libpcstream.so")
+WORK=$(mktemp -d "$TMPFS/pcstream-java.XXXXXX")
+DPID=
+cleanup() {
+    [[ -n $DPID ]] && kill "$DPID" 2>/dev/null && wait "$DPID" 2>/dev/null
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+javac -d "$WORK/classes" tests/java/WriteLoop.java
+echo "ffffffffffffffff 1" >"$WORK/map" # a mapping (the program's paths stay unmapped)
+
+# Whole-process user and sys seconds of a command (wait4).
+cat >"$WORK/rusage.py" <<'PY'
+import os, sys
+pid = os.fork()
+if pid == 0:
+    os.execvp(sys.argv[1], sys.argv[1:])
+_, status, ru = os.wait4(pid, 0)
+if status != 0:
+    sys.exit(f"{' '.join(sys.argv[1:])}: exit status {status}")
+print(f"{ru.ru_utime:.6f} {ru.ru_stime:.6f}")
+PY
+run() { # shape env...
+    local shape=$1
+    shift
+    rm -f "$WORK/data"
+    python3 "$WORK/rusage.py" env -u LD_PRELOAD PCSTREAM_SOCKET=/nonexistent "$@" \
+        java -cp "$WORK/classes" WriteLoop "$shape" "$WORK/data" "$SIZE" "$COUNT"
+}
+mode_env() { # mode
+    case $1 in
+    map) echo "LD_PRELOAD=$SHIM PCSTREAM_MAP=$WORK/map" ;;
+    record) echo "LD_PRELOAD=$SHIM PCSTREAM_RECORD_DIR=$WORK/rec" ;;
+    daemon) echo "LD_PRELOAD=$SHIM PCSTREAM_RUNTIME_DIR=$WORK/run PCSTREAM_SOCKET=$WORK/run/events.sock" ;;
+    esac
+}
+if [[ " $MODES " == *" daemon "* ]]; then
+    mkdir -p "$WORK/run" "$WORK/state"
+    "$TARGET/release/pcstreamd" --runtime-dir "$WORK/run" --state-dir "$WORK/state" 2>"$WORK/pcstreamd.log" &
+    DPID=$!
+    for _ in $(seq 100); do [[ -S $WORK/run/ctl.sock ]] && break; sleep 0.1; done
+    [[ -S $WORK/run/ctl.sock ]] || { echo "pcstreamd did not start:" >&2; cat "$WORK/pcstreamd.log" >&2; exit 1; }
+fi
+
+LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
+declare -A native shim
+for ((r = 0; r < ROUNDS; r++)); do
+    for s in $SHAPES; do
+        for m in $MODES; do
+            read -r nu ns < <(run "$s")
+            rm -rf "$WORK/rec"
+            # shellcheck disable=SC2046
+            read -r u sy < <(run "$s" $(mode_env "$m"))
+            native[$s.$m]+="$(awk -v u="$nu" -v s="$ns" 'BEGIN {print u + s}') "
+            shim[$s.$m]+="$(awk -v u="$u" -v s="$sy" 'BEGIN {print u + s}') "
+        done
+    done
+done
+
+median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
+printf '%d x %d B Java writes to %s per run, median of %d alternating rounds; %s; load average before: %s, after: %s\n' \
+    "$COUNT" "$SIZE" "$TMPFS" "$ROUNDS" "$(lscpu | sed -n 's/^Model name: *//p' | head -1), $(nproc) CPUs" \
+    "$LOAD0" "$(cut -d' ' -f1-3 /proc/loadavg)"
+printf 'whole JVM, user+sys seconds: native, with the shim, ratio; ns added per write\n'
+printf '%-9s %-7s %9s %9s %7s %9s\n' shape mode native shim ratio ns/write
+for s in $SHAPES; do
+    for m in $MODES; do
+        n=$(echo "${native[$s.$m]}" | median)
+        x=$(echo "${shim[$s.$m]}" | median)
+        printf '%-9s %-7s %9.3f %9.3f %6.3fx %+9.0f\n' "$s" "$m" "$n" "$x" \
+            "$(awk -v a="$x" -v b="$n" 'BEGIN {print a / b}')" \
+            "$(awk -v a="$x" -v b="$n" -v c="$COUNT" 'BEGIN {print (a - b) * 1e9 / c}')"
+    done
+done
