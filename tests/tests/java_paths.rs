@@ -189,3 +189,118 @@ fn pcstreamd_learns_the_java_methods_apart_and_fresh_files_get_their_hints() {
         "scratch hint"
     );
 }
+
+/// A JDK with virtual threads (21 or later) installed beside the default
+/// one, if any.
+fn jdk_with_virtual_threads() -> Option<std::path::PathBuf> {
+    let mut found = None;
+    for e in std::fs::read_dir("/usr/lib/jvm").ok()?.flatten() {
+        let java = e.path().join("bin/java");
+        let release = std::fs::read_to_string(e.path().join("release")).unwrap_or_default();
+        let major = release
+            .lines()
+            .find_map(|l| l.strip_prefix("JAVA_VERSION=\""))
+            .and_then(|v| v.split(['.', '"']).next()?.parse::<u32>().ok());
+        if java.is_file() && major.is_some_and(|m| m >= 21) {
+            found = Some(java);
+        }
+    }
+    found
+}
+
+/// `tests/java/Stress.java` under the shim attached to a live pcstreamd,
+/// 100 runs with the default JDK (and 20 with one that has virtual threads,
+/// where installed): 8 writer threads through four stream classes under GC
+/// pressure (48 MiB heap). Runs that finish print the same file checksums
+/// as a run without the shim; runs that call `System.exit` while writers
+/// are writing exit 0. No run may take more than a minute (a deadlock).
+#[test]
+fn busy_jvms_under_the_shim_neither_crash_nor_hang_nor_change_output() {
+    require_tool("java", "openjdk-17-jdk-headless");
+    let d = Daemon::start("");
+    let tmp = tempfile::tempdir().unwrap();
+    let classes = tmp.path().join("classes");
+    compile_java("Stress", &classes);
+    let mut jdks = vec![(std::path::PathBuf::from("java"), 100)];
+    if let Some(j) = jdk_with_virtual_threads() {
+        jdks.push((j, 20));
+    }
+    for (java, runs) in jdks {
+        let run = |i: u32, mode: &str, shim: bool| -> std::process::Output {
+            let dir = tmp.path().join(format!("run-{i}-{mode}-{shim}"));
+            std::fs::create_dir_all(&dir).unwrap();
+            let java = java.to_str().unwrap();
+            let cp = classes.to_str().unwrap();
+            let args = [
+                java,
+                "-Xmx48m",
+                "-cp",
+                cp,
+                "Stress",
+                dir.to_str().unwrap(),
+                "8",
+                mode,
+            ];
+            let mut c = if shim {
+                daemon_common::under_shim(&d, &args)
+            } else {
+                let mut c = std::process::Command::new(args[0]);
+                c.args(&args[1..]);
+                c
+            };
+            let child = c
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap();
+            let pid = child.id();
+            let (tx, rx) = std::sync::mpsc::channel();
+            std::thread::spawn(move || {
+                let _ = tx.send(child.wait_with_output());
+            });
+            let out = match rx.recv_timeout(std::time::Duration::from_secs(60)) {
+                Ok(o) => o.unwrap(),
+                Err(_) => {
+                    // SAFETY: kill(2) on our own child's pid.
+                    unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+                    panic!("{java} Stress {mode} run {i}: no exit within 60 s (a hang)");
+                }
+            };
+            std::fs::remove_dir_all(&dir).unwrap();
+            out
+        };
+        let expected = run(0, "complete", false);
+        assert!(expected.status.success(), "{expected:?}");
+        for i in 0..runs {
+            let mode = if i % 2 == 0 { "complete" } else { "exit" };
+            let out = run(i, mode, true);
+            assert!(
+                out.status.success(),
+                "{} Stress {mode} run {i}: {}\n{}",
+                java.display(),
+                out.status,
+                String::from_utf8_lossy(&out.stderr)
+            );
+            assert!(
+                out.stderr.is_empty(),
+                "stderr: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            if mode == "complete" {
+                assert!(
+                    out.stdout == expected.stdout,
+                    "{} run {i}: the files differ from a run without the shim",
+                    java.display()
+                );
+            }
+        }
+    }
+    // The daemon saw the JVMs' Java call paths.
+    let ctx = d.contexts();
+    assert!(
+        ctx.iter().any(|c| c["frames"][0]
+            .as_str()
+            .is_some_and(|f| f.starts_with("Stress.writer(File, int, int) bci "))),
+        "no Stress.writer path in {ctx:#?}"
+    );
+}
