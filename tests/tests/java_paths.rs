@@ -84,6 +84,22 @@ fn three_java_methods_get_three_signatures_the_same_in_two_runs() {
         runs.push(k);
     }
     assert_eq!(runs[0], runs[1], "the same signatures in both runs");
+
+    // PCSTREAM_JAVA=0: the native signature of the JDK's native, one for all.
+    let dir = tmp.path().join("native");
+    let cmd = java_run(&classes, &dir.join("data"), 20);
+    let argv: Vec<&str> = cmd.iter().map(String::as_str).collect();
+    let rec = app_common::record(&dir.join("rec"), &dir, &argv, &[(var::JAVA, "0")]);
+    let all = rec.trace.write_sigs(&|n: &str| {
+        n == "journal" || n.starts_with("table-") || n.starts_with("scratch-")
+    });
+    let paths = app_common::call_paths(&rec.dir);
+    assert_eq!(all.len(), 1, "{}", app_common::show(&all, &paths));
+    let native = &paths[all.keys().next().unwrap()];
+    assert!(
+        native.contains("Java_java_io_FileOutputStream_writeBytes"),
+        "{native}"
+    );
 }
 
 #[test]

@@ -34,6 +34,8 @@ pub const RUNTIME_DIR: &str = "PCSTREAM_RUNTIME_DIR";
 /// (default `/sys`): for tests, which need a device with write streams on a
 /// host that has none.
 pub const SYSFS: &str = "PCSTREAM_SYSFS";
+/// `0` turns Java call paths off: JVM writes keep their native signatures.
+pub const JAVA: &str = "PCSTREAM_JAVA";
 
 /// Every variable the shim reads, for tests and documentation.
 pub const SHIM_VARS: &[&str] = &[
@@ -48,4 +50,5 @@ pub const SHIM_VARS: &[&str] = &[
     FLUSH_MS,
     DEBUG,
     SYSFS,
+    JAVA,
 ];

@@ -73,6 +73,8 @@ pub struct Config {
     pub flush_ns: u64,
     /// `PCSTREAM_DEBUG=1`: diagnostics on stderr.
     pub debug: bool,
+    /// `PCSTREAM_JAVA`: Java call paths (`java.rs`).
+    pub java: bool,
     /// `PCSTREAM_SYSFS`: where sysfs is (tests: a device with write
     /// streams on a host without one).
     pub sysfs: PathBuf,
@@ -92,6 +94,7 @@ impl Default for Config {
             fix_app_hints: true,
             flush_ns: 100_000_000,
             debug: false,
+            java: true,
             sysfs: PathBuf::from("/sys"),
         }
     }
@@ -187,6 +190,12 @@ impl Config {
             match flag(&v) {
                 Some(b) => c.debug = b,
                 None => complain(env::DEBUG, v, "0 or 1"),
+            }
+        }
+        if let Some(v) = text(env::JAVA) {
+            match flag(&v) {
+                Some(b) => c.java = b,
+                None => complain(env::JAVA, v, "0 or 1"),
             }
         }
         (c, bad)

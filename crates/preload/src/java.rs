@@ -109,9 +109,20 @@ unsafe fn slot<F: Copy>(obj: usize, i: usize) -> F {
     }
 }
 
+/// `PCSTREAM_JAVA`: Java call paths on (the default).
+static ENABLED: AtomicBool = AtomicBool::new(true);
+
+/// Turns Java call paths on or off (`PCSTREAM_JAVA`, at init).
+pub fn set_enabled(on: bool) {
+    ENABLED.store(on, Ordering::Relaxed);
+    if !on {
+        JVM_LOADED.store(false, Ordering::Relaxed);
+    }
+}
+
 /// Notes that a module of the table is the JVM (`modules.rs`).
 pub fn note_module(path: &[u8]) {
-    if path.ends_with(b"/libjvm.so") {
+    if path.ends_with(b"/libjvm.so") && ENABLED.load(Ordering::Relaxed) {
         JVM_LOADED.store(true, Ordering::Relaxed);
     }
 }
