@@ -3,7 +3,7 @@
 //! change). `tests/java/Lifetimes.java` writes through one stream class
 //! (`FileOutputStream.write`, from one helper method) for three methods
 //! with three lifetimes: a journal rewritten every round, tables kept,
-//! scratch files deleted four rounds later. Thousands of rounds: the JIT
+//! scratch files deleted four rounds later. 1,500 rounds: the JIT
 //! compiles the paths, and repeats are recognised from the stack's JIT
 //! return addresses (`java.rs`) without walking it: every write must
 //! still get its own path's signature.
@@ -68,12 +68,12 @@ fn three_java_methods_get_three_signatures_the_same_in_two_runs() {
     let mut runs = Vec::new();
     for i in 0..2 {
         let dir = tmp.path().join(format!("run{i}"));
-        let cmd = java_run(&classes, &dir.join("data"), 3000);
+        let cmd = java_run(&classes, &dir.join("data"), 1500);
         let argv: Vec<&str> = cmd.iter().map(String::as_str).collect();
         let rec = app_common::record(&dir.join("rec"), &dir, &argv, &[]);
         assert_eq!(
             String::from_utf8_lossy(&rec.output.stdout).trim(),
-            "rounds 3000",
+            "rounds 1500",
             "the program's output is unchanged"
         );
         let k = kinds(&rec);
