@@ -155,7 +155,7 @@ pub unsafe fn direct(t: &Thread, table: &Table, rec: *const usize) -> Option<(u6
 unsafe fn direct_jvm(t: &Thread, table: &Table, rec: *const usize) -> Option<(u64, u32)> {
     // SAFETY: the record's two words are on this thread's stack.
     let ra = unsafe { *rec.add(1) };
-    if !table.lookup(ra)?.module.jdk_io || env().is_none() {
+    if !in_jdk_natives(table, ra) || env().is_none() {
         return None;
     }
     // SAFETY: forwarded caller contract.
@@ -195,6 +195,25 @@ unsafe fn direct_jvm(t: &Thread, table: &Table, rec: *const usize) -> Option<(u6
         }
     }
     Some((sig, crate::hint::stream_for(sig)))
+}
+
+/// Return addresses known to lie in the JDK's I/O natives (direct-mapped;
+/// those modules are never unloaded, so an entry stays true).
+static IO_RETURNS: [AtomicUsize; 64] = [ZERO_ID; 64];
+
+/// Whether `ra` lies in `libjava.so`/`libnio.so`: a memo hit, else the
+/// module table (a binary search) and the answer remembered.
+#[inline]
+fn in_jdk_natives(table: &Table, ra: usize) -> bool {
+    let slot = &IO_RETURNS[(mix64(ra as u64) % 64) as usize];
+    if slot.load(Ordering::Relaxed) == ra {
+        return true;
+    }
+    let yes = table.lookup(ra).is_some_and(|h| h.module.jdk_io);
+    if yes {
+        slot.store(ra, Ordering::Relaxed);
+    }
+    yes
 }
 
 // ---------------------------------------------------------------------------
@@ -276,7 +295,7 @@ unsafe fn fingerprint(t: &Thread, table: &Table, rec: *const usize) -> Option<u6
         if ra.wrapping_sub(code_lo) < code_len {
             break;
         }
-        if !table.lookup(ra).is_some_and(|h| h.module.jdk_io) {
+        if !in_jdk_natives(table, ra) {
             return None;
         }
         if fp <= prev || fp & 7 != 0 || fp + 16 > hi {
@@ -377,7 +396,9 @@ fn native_up(
         if ra.wrapping_sub(code_lo) < code_len {
             return Some(fi + 1);
         }
-        table.lookup(ra)?;
+        if !table.maybe_code(ra) {
+            return None;
+        }
         prev = fp;
         fp = words[fi];
     }
