@@ -75,6 +75,8 @@ pub struct Config {
     pub debug: bool,
     /// `PCSTREAM_JAVA`: Java call paths (`java.rs`).
     pub java: bool,
+    /// `PCSTREAM_JAVA_FRAMES`: Java frames per signature.
+    pub java_frames: usize,
     /// `PCSTREAM_SYSFS`: where sysfs is (tests: a device with write
     /// streams on a host without one).
     pub sysfs: PathBuf,
@@ -95,6 +97,7 @@ impl Default for Config {
             flush_ns: 100_000_000,
             debug: false,
             java: true,
+            java_frames: 12,
             sysfs: PathBuf::from("/sys"),
         }
     }
@@ -190,6 +193,12 @@ impl Config {
             match flag(&v) {
                 Some(b) => c.debug = b,
                 None => complain(env::DEBUG, v, "0 or 1"),
+            }
+        }
+        if let Some(v) = text(env::JAVA_FRAMES) {
+            match v.trim().parse::<usize>() {
+                Ok(k) if (1..=MAX_FRAMES).contains(&k) => c.java_frames = k,
+                _ => complain(env::JAVA_FRAMES, v, "an integer in 1..=16"),
             }
         }
         if let Some(v) = text(env::JAVA) {

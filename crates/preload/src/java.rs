@@ -14,9 +14,10 @@
 //! (`JNI_GetCreatedJavaVMs`, exported by `libjvm.so`, which the `java`
 //! launcher loads `RTLD_GLOBAL`) and takes a JVMTI environment in the live
 //! phase (`GetEnv`, no capabilities). A write on a new call path then asks JVMTI for
-//! the current thread's stack (`GetStackTrace`), skips the JDK's I/O
-//! plumbing at its top (`pcstream_placement::java::is_io_plumbing`) and
-//! hashes the next K frames (K = `PCSTREAM_FRAMES`) as `(method key, bci)`.
+//! the current thread's stack (`GetStackTrace`) and hashes its first K
+//! frames outside the JDK's I/O plumbing
+//! (`pcstream_placement::java::is_io_plumbing`; K = `PCSTREAM_JAVA_FRAMES`,
+//! 12: Java's I/O goes through layers of its own) as `(method key, bci)`.
 //! Method keys come from the class, method name and descriptor
 //! (`pcstream_placement::java`), never from jmethodIDs; each jmethodID is
 //! named once and remembered in a lock-free table, and its `ModuleInfo`
@@ -112,8 +113,13 @@ unsafe fn slot<F: Copy>(obj: usize, i: usize) -> F {
 /// `PCSTREAM_JAVA`: Java call paths on (the default).
 static ENABLED: AtomicBool = AtomicBool::new(true);
 
-/// Turns Java call paths on or off (`PCSTREAM_JAVA`, at init).
-pub fn set_enabled(on: bool) {
+/// `PCSTREAM_JAVA_FRAMES`: Java frames per signature.
+static FRAMES: AtomicUsize = AtomicUsize::new(12);
+
+/// Turns Java call paths on or off (`PCSTREAM_JAVA`) and sets their depth
+/// (`PCSTREAM_JAVA_FRAMES`), at init.
+pub fn configure(on: bool, frames: usize) {
+    FRAMES.store(frames, Ordering::Relaxed);
     ENABLED.store(on, Ordering::Relaxed);
     if !on {
         JVM_LOADED.store(false, Ordering::Relaxed);
@@ -600,24 +606,31 @@ fn java_signature(t: &Thread) -> Option<u64> {
         *d = (key, bci, plumbing);
     }
     let named = &named[..frames.len()];
-    let start = named.iter().position(|f| !f.2).unwrap_or(0);
-    let k = state::params().frames.clamp(1, crate::config::MAX_FRAMES);
-    let path = &named[start..named.len().min(start + k)];
+    // The first K frames outside the JDK's I/O plumbing (all of them when
+    // every frame is plumbing): the streams and buffers between layers of
+    // an application's own I/O code name no call site of it.
+    let k = FRAMES
+        .load(Ordering::Relaxed)
+        .clamp(1, crate::config::MAX_FRAMES);
+    let mut path = [(0u64, 0u64); crate::config::MAX_FRAMES];
+    let mut n = 0;
+    let app = named.iter().any(|f| !f.2);
+    for f in named.iter().filter(|f| !app || !f.2).take(k) {
+        path[n] = (f.0, f.1);
+        n += 1;
+    }
+    let path = &path[..n];
     let mut b = SignatureBuilder::new();
     for f in path {
         b.push(f.0, f.1);
     }
     let sig = b.finish().0;
     if events_on() && SEEN_SIGS.insert(sig) {
-        let mut fr = [(0u64, 0u64); crate::config::MAX_FRAMES];
-        for (d, f) in fr.iter_mut().zip(path) {
-            *d = (f.0, f.1);
-        }
         state::emit_on(
             t,
             &crate::events::Kind::Signature {
                 signature: sig,
-                frames: &fr[..path.len()],
+                frames: path,
                 method: crate::signature::Method::Java as u32,
             },
         );

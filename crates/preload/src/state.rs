@@ -277,7 +277,7 @@ pub unsafe fn init(argc: i32, argv: *const *const libc::c_char) {
         c.socket = abs;
     }
     set_hot(&c);
-    crate::java::set_enabled(c.java);
+    crate::java::configure(c.java, c.java_frames);
     let _ = CONFIG.set(c);
     let mut args = Vec::new();
     if !argv.is_null() {
