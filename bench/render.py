@@ -28,6 +28,7 @@ DESC = {
     "gcc": "synthetic C code base (96 units, thin archive, 36 MiB of uncompiled tree): full build + 29 rebuilds, a random ⅓ of the sources edited per round (gcc -O2 -g, make -j2)",
     "mixed-rocksdb-gcc": "db_bench UR (half the keys) and the gcc rounds at the same time",
     "mixed-sqlite-gcc": "SQLite TPC-C-like and the gcc rounds at the same time",
+    "lucene": "Lucene 4.10 (Java): 100k documents of ≈ 1 KiB indexed, then 600k updates of random ids; NRT refresh every 5k operations, commit every 50k, an Elasticsearch-like translog (bench/java/LuceneChurn.java)",
 }
 # At the paper's scale (bench/workloads.sh `paper`): 900k keys, 8 KiB values.
 DESC_PAPER = {
