@@ -15,6 +15,7 @@
 #   CPython's tests libpython3.11-testsuite  shim_cpython_tests (a real application's own test suite under the shim)
 #   initdb, pgbench postgresql     daemon_postgres (a database server under the shim with the daemon)
 #   fio             fio (+ libaio1)  shim_aio (a real program writing with libaio's io_submit)
+#   javac, Lucene   default-jdk-headless, liblucene4.10-java   the bench's lucene workload (bench/java: a Java storage engine)
 set -euo pipefail
 need=()
 check() { command -v "$1" >/dev/null || need+=("$2"); }
@@ -37,6 +38,8 @@ check zstd zstd
 check fio fio
 [ -e /usr/lib/python3.11/test/test_subprocess.py ] || need+=(libpython3.11-testsuite)
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need+=(postgresql)
+check javac default-jdk-headless
+[ -f /usr/share/java/lucene-core-4.10.4.jar ] || need+=(liblucene4.10-java)
 command -v cargo >/dev/null || { echo "install-deps: cargo not found: install Rust (rustup) first" >&2; exit 1; }
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
