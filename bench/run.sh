@@ -10,7 +10,7 @@
 # workloads run at the paper's emulator scale (12 GiB device, 900k keys of
 # 8 KiB: about 25 min per recording set on 2 cores), SQLite, gcc and the
 # two mixes on devices of several GiB too (gcc alone builds a larger,
-# kernel-like code base there: bench/README.md); --full runs them all at the bench's small scale
+# kernel-like code base there: bench/README.md), Lucene (Java) too; --full runs them all at the bench's small scale
 # (hundreds of MiB, seconds), --quick in seconds for the tests. Every workload is recorded --repeats times (default 3; 1 with
 # --quick) and the results report the spread between recordings.
 # --resume keeps the recordings already in DIR and records only the missing
