@@ -28,6 +28,7 @@ DESC = {
     "gcc": "synthetic C code base (96 units, thin archive, 36 MiB of uncompiled tree): full build + 29 rebuilds, a random ⅓ of the sources edited per round (gcc -O2 -g, make -j2)",
     "mixed-rocksdb-gcc": "db_bench UR (half the keys) and the gcc rounds at the same time",
     "mixed-sqlite-gcc": "SQLite TPC-C-like and the gcc rounds at the same time",
+    "lucene": "Lucene 4.10 (Java): 100k documents of ≈ 1 KiB indexed, then 600k updates of random ids; NRT refresh every 5k operations, commit every 25k, an Elasticsearch-like translog, segments ≤ 32 MiB (bench/java/LuceneChurn.java)",
 }
 # At the paper's scale (bench/workloads.sh `paper`): 900k keys, 8 KiB values.
 DESC_PAPER = {
@@ -38,6 +39,7 @@ DESC_PAPER = {
     "mixed-rocksdb-gcc": "db_bench UR at the paper's settings with half the keys (450k × 8 KiB) and the gcc rounds at the same time",
     "mixed-sqlite-gcc": "SQLite TPC-C-like (1300 warehouses, 160,000 transactions) and the gcc rounds at the same time",
     "gcc": "synthetic kernel-like C code base (100 units of ≈ 2 MiB objects, a ≈ 160 MiB program relinked every round, thin archive, 1.2 GiB of uncompiled tree): full build + 29 rebuilds, a random ⅓ of the sources edited per round (gcc -O2 -g, make -j2)",
+    "lucene": "Lucene 4.10 (Java): 500k documents of ≈ 1 KiB indexed, then 3M updates of random ids; NRT refresh every 5k operations, commit every 125k, an Elasticsearch-like translog, segments ≤ 64 MiB (bench/java/LuceneChurn.java)",
 }
 POL = ["baseline", "autostream-sfr", "autostream-mq", "sepbit", "app-hints", "pcstream", "pcstream-paper", "oracle"]
 # The online policies pcstream is held against (issue #15): every automatic
@@ -393,12 +395,14 @@ def main() -> int:
     w("```sh\n" + a.command.strip() + "\n```\n")
     cpu = sh("grep -m1 'model name' /proc/cpuinfo | cut -d: -f2").strip()
     rocks_ver = sh("dpkg-query -W -f='${Version}' rocksdb-tools") or "?"
+    lucene_ver = sh("dpkg-query -W -f='${Version}' liblucene4.10-java") or "?"
     mem = sh("awk '/MemTotal/ {printf \"%.1f GiB\", $2/1048576}' /proc/meminfo")
     w(f"- date: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC; scale: `{a.scale}`; "
       f"{a.repeats} recording(s) per workload; git `{sh('git -C ' + res_dir + ' rev-parse --short HEAD')}`")
     w(f"- machine: {platform.machine()}, {sh('nproc')} CPUs ({cpu}), {mem}, Linux {platform.release()}")
     w(f"- tools: {sh(a.ctl + ' --version')}; db_bench (RocksDB {rocks_ver}); "
-      f"{sh('gcc --version | head -1')}; sqlite3 {sh('sqlite3 --version').split(' ')[0]}; {sh('make --version | head -1')}")
+      f"{sh('gcc --version | head -1')}; sqlite3 {sh('sqlite3 --version').split(' ')[0]}; {sh('make --version | head -1')}"
+      + (f"; Lucene {lucene_ver} on {sh('java -version 2>&1 | head -1')}" if "lucene" in names else ""))
     w("- recording: `pcstreamctl record --device-trace` (fresh ext4 on a loop device, mounted with `discard`; "
       "tracefs block requests + extent maps = ground truth)")
     if "--replay-only" in a.command:
@@ -467,6 +471,14 @@ def main() -> int:
           "range syncs.")
     w("The gcc code base is generated (`bench/gen_cbase.py`, stated: not a real project — no sources are "
       "downloaded); the TPC-C-like script by `bench/gen_tpcc.py`.\n")
+    if "lucene" in names:
+        w("lucene is a Java storage engine (Debian's Lucene 4.10, driven by `bench/java/LuceneChurn.java`, seeded): "
+          "segment flushes (NRT refreshes), merges, commits and an Elasticsearch-like translog, every byte written "
+          "with `write`/`pwrite` through the JVM's native file bindings; its device is ≈ 1.3× the index's peak "
+          "(the last commit's segments are kept until the next commit). Writes through `mmap` (a mapped file "
+          "stored to, then `msync`ed or written back) never pass through the shim: an engine that writes that way "
+          "(Cassandra's default commit log, leveldb-java by default, Lucene's own `MMapDirectory` only reads "
+          "through mappings) reaches the device unsigned, so it cannot be placed by call path.\n")
 
     def table(cmp, internal, key, fmt, title, note=None):
         w(title + "\n")

@@ -10,7 +10,7 @@
 # workloads run at the paper's emulator scale (12 GiB device, 900k keys of
 # 8 KiB: about 25 min per recording set on 2 cores), SQLite, gcc and the
 # two mixes on devices of several GiB too (gcc alone builds a larger,
-# kernel-like code base there: bench/README.md); --full runs them all at the bench's small scale
+# kernel-like code base there: bench/README.md), Lucene (Java) too; --full runs them all at the bench's small scale
 # (hundreds of MiB, seconds), --quick in seconds for the tests. Every workload is recorded --repeats times (default 3; 1 with
 # --quick) and the results report the spread between recordings.
 # --resume keeps the recordings already in DIR and records only the missing
@@ -55,6 +55,18 @@ case "$repeats" in
   ''|*[!0-9]*|0) echo "bench/run.sh: --repeats needs a whole number ≥ 1, got '$repeats'" >&2; exit 2 ;;
 esac
 
+all=(rocksdb-ur rocksdb-ar rocksdb-fr rocksdb-ycsba sqlite-tpcc gcc mixed-rocksdb-gcc mixed-sqlite-gcc lucene)
+workloads=("${all[@]}")
+# --only re-records some workloads; compare still takes every trace in $out.
+if [ -n "$only" ]; then
+  IFS=, read -r -a workloads <<<"$only"
+  for wl in "${workloads[@]}"; do
+    case " ${all[*]} " in *" $wl "*) ;; *)
+      echo "bench/run.sh: --only: unknown workload '$wl' (one of: ${all[*]})" >&2; exit 2 ;;
+    esac
+  done
+fi
+
 if [ "$(id -u)" != 0 ] && [ $replay_only = 0 ]; then
   echo "bench/run.sh: needs root: the workloads are recorded with --device-trace (loop device, mount, tracefs)." >&2
   echo "  There is no silent fallback; run as root (CI and the bench machine do)." >&2
@@ -69,6 +81,11 @@ command -v gcc >/dev/null || need+=(gcc)
 command -v make >/dev/null || need+=(make)
 command -v python3 >/dev/null || need+=(python3)
 command -v mkfs.ext4 >/dev/null || need+=(e2fsprogs)
+# lucene: a JDK (javac) and Debian's Lucene 4.10 jars (bench/java/build.sh).
+case " ${workloads[*]} " in *" lucene "*)
+  command -v javac >/dev/null || need+=(default-jdk-headless)
+  [ -f /usr/share/java/lucene-core-4.10.4.jar ] || need+=(liblucene4.10-java) ;;
+esac
 if [ ${#need[@]} -gt 0 ] && [ $replay_only = 0 ]; then
   echo "bench/run.sh: installing ${need[*]}" >&2
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
@@ -100,11 +117,6 @@ else
   files=(96 4 10 36) warehouses=4 txns=2500
 fi
 mix_warehouses=${mix_warehouses:-$warehouses} mix_txns=${mix_txns:-$txns}
-all=(rocksdb-ur rocksdb-ar rocksdb-fr rocksdb-ycsba sqlite-tpcc gcc mixed-rocksdb-gcc mixed-sqlite-gcc)
-workloads=("${all[@]}")
-# --only re-records some workloads; compare still takes every trace in $out.
-if [ -n "$only" ]; then IFS=, read -r -a workloads <<<"$only"; fi
-
 mkdir -p "$out"
 traces=()
 if [ $replay_only = 0 ]; then
@@ -121,6 +133,9 @@ case " ${workloads[*]} " in *" sqlite-tpcc "*)
 esac
 case " ${workloads[*]} " in *" mixed-sqlite-gcc "*)
   python3 "$here/gen_tpcc.py" "$mix_warehouses" "$mix_txns" >"$data/tpcc-mix.sql" ;;
+esac
+case " ${workloads[*]} " in *" lucene "*)
+  bash "$here/java/build.sh" "$data/java" ;;
 esac
 export BENCH_DATA=$data
 
@@ -143,6 +158,9 @@ device_size() {
   # program relinked every round) on 2 GiB, 86% full at its peak; a build
   # of small objects never aged a device of several GiB (the 7% OP of
   # 3 GiB alone was 2.3× its footprint, bench/README.md).
+  # lucene: ≈ 1.3× the index's peak on disk (the last commit's segments stay
+  # until the next commit; 335 MB at `full` on 448M, 93% of the device's
+  # pages written at least once), measured 2026-11-27 (bench/README.md).
   if [ $scale = paper ]; then
     case "$1" in
       rocksdb-*) echo 12G; return ;;
@@ -150,6 +168,7 @@ device_size() {
       sqlite-tpcc) echo 2560M; return ;;
       mixed-rocksdb-gcc) echo 6G; return ;;
       mixed-sqlite-gcc) echo 2624M; return ;;
+      lucene) echo 2G; return ;;
     esac
   fi
   case "$1" in
@@ -161,6 +180,7 @@ device_size() {
     gcc) echo 64M ;;
     mixed-rocksdb-gcc) echo 288M ;;
     mixed-sqlite-gcc) echo 96M ;;
+    lucene) echo 448M ;;
     *) echo 1G ;;
   esac
 }

@@ -7,13 +7,18 @@
 # scale) or `quick` (the tests: seconds).
 # Needs $BENCH_DATA: a directory prepared by bench/run.sh (or the tests) with
 # cbase/ (gen_cbase.py output; gcc alone at `paper` builds cbase-gcc/
-# instead where there is one) and tpcc.sql (gen_tpcc.py output; the mix
-# with gcc runs tpcc-mix.sql instead where there is one).
+# instead where there is one), tpcc.sql (gen_tpcc.py output; the mix
+# with gcc runs tpcc-mix.sql instead where there is one) and, for lucene,
+# java/ (bench/java/build.sh output: the compiled driver and its classpath).
 set -euo pipefail
 
 main() {
 wl=${1:?workload}
 scale=${2:-full}
+case "$scale" in
+  quick|full|paper) ;;
+  *) echo "workloads.sh: unknown scale '$scale' (quick, full or paper)" >&2; exit 2 ;;
+esac
 data=${BENCH_DATA:?BENCH_DATA must name the prepared data directory}
 
 # RocksDB sizes: the bench's halved set-up (4 KiB values, 4 MiB files, 16
@@ -73,12 +78,34 @@ sqlite_tpcc() {
   sqlite3 "$1" <"$2" >/dev/null
 }
 
+# Lucene 4.10 (Debian's liblucene4.10-java) indexing documents of ≈ 1 KiB
+# and then updating random ids, with an Elasticsearch-like translog, NRT
+# refreshes and commits (bench/java/LuceneChurn.java): DOCS UPDATES RAM_MB
+# MAX_SEGMENT_MB REFRESH COMMIT. The serial collector and no perf-data file
+# (its /tmp file is a shared mapping) keep the JVM's own I/O out of it.
+# `full`: a ≈ 200 MB index, 335 MB on disk at its peak, 3.6 GB written by
+# the JVM, 2.6 GB of it reaching the 448 MiB device (bench/README.md);
+# `paper` is five times the documents and operations.
+lucene() {
+  local cp
+  cp=$(cat "$data/java/classpath" 2>/dev/null) ||
+    { echo "workloads.sh: $data/java/classpath missing: run bench/java/build.sh $data/java first" >&2; exit 1; }
+  mkdir -p lucene
+  java -XX:-UsePerfData -XX:+UseSerialGC -Xmx"$1" -cp "$cp" LuceneChurn lucene "${@:2}" >/dev/null
+}
+
 case "$wl" in
   rocksdb-fr) rocks db --benchmarks=fillrandom --num=$((KEYS * FR)) ;;
   rocksdb-ur) rocks db --benchmarks=fillrandom,updaterandom ;;
   rocksdb-ar) rocks db --benchmarks=appendrandom,appendrandom --value_size="$AR" ;;
   rocksdb-ycsba) rocks db --benchmarks=fillrandom,readrandomwriterandom --readwritepercent=50 --num=$((KEYS / 2)) --reads=$((KEYS)) ;;
   sqlite-tpcc) sqlite_tpcc tpcc.db "$data/tpcc.sql" ;;
+  lucene)
+    case "$scale" in
+      quick) lucene 128m 2000 4000 4 8 500 2000 ;;
+      full) lucene 256m 100000 600000 16 32 5000 25000 ;;
+      paper) lucene 512m 500000 3000000 32 64 5000 125000 ;;
+    esac ;;
   # gcc alone at the paper's scale builds its own, larger code base
   # (bench/run.sh: kernel-sized objects and tree on a device of several GiB).
   gcc)

@@ -92,19 +92,29 @@ pub fn require_device_trace(who: &str) {
 /// Makes sure `cmd` is on PATH: installs Debian `package` with apt-get when
 /// running as root, otherwise panics naming the package to install.
 pub fn require_tool(cmd: &str, package: &str) {
+    require_installed(&format!("`{cmd}`"), package, || which(cmd).is_some());
+}
+
+/// Makes sure the file `path` exists (a library or jar a package installs,
+/// not a command): installs Debian `package` as [`require_tool`] does.
+pub fn require_file(path: &str, package: &str) {
+    require_installed(path, package, || Path::new(path).is_file());
+}
+
+fn require_installed(what: &str, package: &str, present: impl Fn() -> bool) {
     static APT: OnceLock<std::sync::Mutex<()>> = OnceLock::new();
     let _g = APT
         .get_or_init(|| std::sync::Mutex::new(()))
         .lock()
         .unwrap_or_else(|e| e.into_inner());
-    if which(cmd).is_some() {
+    if present() {
         return;
     }
     // SAFETY: geteuid has no preconditions and cannot fail.
     let root = unsafe { libc::geteuid() } == 0;
     assert!(
         root,
-        "`{cmd}` is not installed and this test is not root: run `apt-get install {package}`"
+        "{what} is not installed and this test is not root: run `apt-get install {package}`"
     );
     let ok = Command::new("sh")
         .args([
@@ -118,8 +128,8 @@ pub fn require_tool(cmd: &str, package: &str) {
         .map(|s| s.success())
         .unwrap_or(false);
     assert!(
-        ok && which(cmd).is_some(),
-        "could not install `{cmd}` (Debian package {package})"
+        ok && present(),
+        "could not install {what} (Debian package {package})"
     );
 }
 

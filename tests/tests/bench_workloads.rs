@@ -6,6 +6,9 @@
 //! received writes attributed to ≥ 2 distinct signatures (file data
 //! reaching the device through the traced file system) and discards of
 //! deleted data (TRIMs), and the shim saw the application invalidate data.
+//! The Java workload (`lucene`) also shows each of its write paths under the
+//! shim: flushed segments, commits, the translog rolled at a commit and its
+//! checkpoint rewritten with a positional write.
 //!
 //! Needs root (loop devices, mount, tracefs): as another user it fails
 //! naming that, never skips. Runs one recording at a time.
@@ -21,7 +24,8 @@ fn bench_dir() -> PathBuf {
 }
 
 /// Quick-scale inputs shared by the tests: a 6-file code base and a
-/// 150-transaction TPC-C-like script (generated once).
+/// 150-transaction TPC-C-like script (generated once); the Java driver is
+/// compiled into java/ by [`java_data`].
 fn data() -> &'static Path {
     static DATA: OnceLock<tempfile::TempDir> = OnceLock::new();
     DATA.get_or_init(|| {
@@ -59,8 +63,35 @@ fn data() -> &'static Path {
     .path()
 }
 
-/// Records `workload` at quick scale and checks what every workload must show.
-fn record_and_check(workload: &str) {
+/// [`data`] with the Java driver compiled (bench/java/build.sh into java/),
+/// once; installs a JDK and Debian's Lucene 4.10 jars when missing (root).
+fn java_data() -> &'static Path {
+    static JAVA: OnceLock<()> = OnceLock::new();
+    let d = data();
+    JAVA.get_or_init(|| {
+        require_tool("javac", "default-jdk-headless");
+        pcstream_tests::require_file(
+            "/usr/share/java/lucene-core-4.10.4.jar",
+            "liblucene4.10-java",
+        );
+        let o = Command::new("bash")
+            .arg(bench_dir().join("java/build.sh"))
+            .arg(d.join("java"))
+            .output()
+            .unwrap();
+        assert!(
+            o.status.success(),
+            "bench/java/build.sh failed: {}\n{}",
+            o.status,
+            String::from_utf8_lossy(&o.stderr)
+        );
+    });
+    d
+}
+
+/// Records `workload` at quick scale and checks what every workload must
+/// show; returns the recording's directory (inside the returned TempDir).
+fn record_and_check(workload: &str) -> (tempfile::TempDir, PathBuf) {
     static ONE: Mutex<()> = Mutex::new(());
     let _one = ONE.lock().unwrap_or_else(|e| e.into_inner());
     require_device_trace("bench workloads (recorded with --device-trace)");
@@ -73,7 +104,11 @@ fn record_and_check(workload: &str) {
         require_tool(cmd, pkg);
     }
     pcstream_tests::shim();
-    let data = data();
+    let data = if workload == "lucene" {
+        java_data()
+    } else {
+        data()
+    };
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("rec");
     let o = Command::new(pcstream_tests::pcstreamctl())
@@ -126,6 +161,7 @@ fn record_and_check(workload: &str) {
         s.trim_pages > 0,
         "{workload}: no discard reached the device: {s:?}"
     );
+    (tmp, out)
 }
 
 #[test]
@@ -166,6 +202,60 @@ fn bench_mixed_rocksdb_gcc() {
 #[test]
 fn bench_mixed_sqlite_gcc() {
     record_and_check("mixed-sqlite-gcc");
+}
+
+#[test]
+fn bench_lucene() {
+    let (_tmp, out) = record_and_check("lucene");
+    let o = Command::new(pcstream_tests::pcstreamctl())
+        .args(["trace-stats", "--json", "--top", "0"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "trace-stats: {o:?}");
+    let stats: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let rows = stats["rows"].as_array().unwrap();
+    let mut names = std::collections::BTreeSet::new();
+    let mut pwrites = 0;
+    for r in rows {
+        pwrites += r["calls"]["pwrite"].as_u64().unwrap_or(0);
+        for f in r["file_list"].as_array().unwrap() {
+            for p in f["paths"].as_array().unwrap() {
+                let p = p.as_str().unwrap();
+                names.insert(p.rsplit('/').next().unwrap().to_string());
+            }
+        }
+    }
+    let has = |pred: &dyn Fn(&str) -> bool| names.iter().any(|n| pred(n));
+    // Failure messages name the files other than the segments' own.
+    let others: Vec<&String> = names.iter().filter(|n| !n.starts_with('_')).collect();
+    // Quick scale: 6000 operations, a refresh every 500, a commit every
+    // 2000 (bench/workloads.sh); segments are named _0, _1, … in base 36.
+    let segments = names.iter().filter(|n| n.ends_with(".si")).count();
+    assert!(
+        segments >= 10,
+        "lucene: {segments} segments written (flushes + merges); other files: {others:?}"
+    );
+    assert!(
+        has(&|n| n.ends_with(".cfs")),
+        "no compound file: {others:?}"
+    );
+    assert!(
+        has(&|n| n == "segments_3"),
+        "fewer than 3 commits: {others:?}"
+    );
+    assert!(
+        has(&|n| n == "translog-2.tlog") && has(&|n| n == "translog.ckp"),
+        "translog not rolled at a commit: {others:?}"
+    );
+    assert!(
+        pwrites > 0,
+        "the translog checkpoint's positional writes were not seen as pwrite"
+    );
+    // Every write is the JVM's (the script and mkdir write nothing).
+    for r in rows {
+        assert_eq!(r["programs"], serde_json::json!(["java"]), "{r}");
+    }
 }
 
 #[test]

@@ -331,3 +331,85 @@ fn busy_jvms_under_the_shim_neither_crash_nor_hang_nor_change_output() {
         "no Stress.writer path in {ctx:#?}"
     );
 }
+
+/// Lucene 4.10 (`bench/java/LuceneChurn.java`, the bench's `lucene`
+/// workload at its quick size) under a live pcstreamd: its segment flushes,
+/// its merges and its translog are distinct contexts, and `contexts` names
+/// their Java methods.
+#[test]
+fn lucene_flush_merge_and_translog_are_distinct_java_contexts() {
+    require_tool("javac", "openjdk-17-jdk-headless");
+    pcstream_tests::require_file(
+        "/usr/share/java/lucene-core-4.10.4.jar",
+        "liblucene4.10-java",
+    );
+    let d = Daemon::start("");
+    let tmp = tempfile::tempdir().unwrap();
+    let classes = tmp.path().join("classes");
+    let build = Path::new(env!("CARGO_MANIFEST_DIR")).join("../bench/java/build.sh");
+    let st = std::process::Command::new("bash")
+        .arg(build)
+        .arg(&classes)
+        .status()
+        .unwrap();
+    assert!(st.success(), "bench/java/build.sh failed");
+    let cp = std::fs::read_to_string(classes.join("classpath")).unwrap();
+    let index = tmp.path().join("lucene");
+    std::fs::create_dir_all(&index).unwrap();
+    let index = index.to_str().unwrap();
+    let args = [
+        "java",
+        "-Xmx128m",
+        "-cp",
+        cp.trim(),
+        "LuceneChurn",
+        index,
+        "2000",
+        "4000",
+        "4",
+        "8",
+        "500",
+        "2000",
+    ];
+    let out = daemon_common::under_shim(&d, &args).output().unwrap();
+    assert!(out.status.success(), "LuceneChurn: {out:?}");
+    let mut last = u64::MAX;
+    loop {
+        let n = d.status()["events"].as_u64().unwrap();
+        if n == last {
+            break;
+        }
+        last = n;
+        std::thread::sleep(std::time::Duration::from_millis(300));
+    }
+    let ctx = d.contexts();
+    let with = |what: &str| -> Vec<String> {
+        ctx.iter()
+            .filter(|c| {
+                c["frames"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|f| f.as_str().unwrap_or("").starts_with(what))
+            })
+            .map(|c| c["signature"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let flush = with("org.apache.lucene.index.DocumentsWriterPerThread.flush()");
+    let merge = with("org.apache.lucene.index.IndexWriter.merge(MergePolicy.OneMerge)");
+    let log = with("LuceneChurn$Translog.");
+    let names: Vec<&str> = ctx.iter().filter_map(|c| c["frames"][0].as_str()).collect();
+    assert!(
+        !flush.is_empty() && !merge.is_empty() && !log.is_empty(),
+        "flush {flush:?} merge {merge:?} translog {log:?}; first frames: {names:#?}"
+    );
+    for s in &flush {
+        assert!(
+            !merge.contains(s) && !log.contains(s),
+            "{s} is flush and more"
+        );
+    }
+    for s in &merge {
+        assert!(!log.contains(s), "{s} is merge and translog");
+    }
+}
