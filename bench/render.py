@@ -29,6 +29,7 @@ DESC = {
     "mixed-rocksdb-gcc": "db_bench UR (half the keys) and the gcc rounds at the same time",
     "mixed-sqlite-gcc": "SQLite TPC-C-like and the gcc rounds at the same time",
     "lucene": "Lucene 4.10 (Java): 100k documents of ≈ 1 KiB indexed, then 600k updates of random ids; NRT refresh every 5k operations, commit every 25k, an Elasticsearch-like translog, segments ≤ 32 MiB (bench/java/LuceneChurn.java)",
+    "lucene-native": "Lucene 4.10 (Java): 100k documents of ≈ 1 KiB indexed, then 600k updates of random ids; NRT refresh every 5k operations, commit every 25k, an Elasticsearch-like translog, segments ≤ 32 MiB (bench/java/LuceneChurn.java); Java call paths off (PCSTREAM_JAVA=0: the native signatures of the JDK's natives, what the paper's PCStream sees without its JDK change)",
 }
 # At the paper's scale (bench/workloads.sh `paper`): 900k keys, 8 KiB values.
 DESC_PAPER = {
@@ -40,6 +41,7 @@ DESC_PAPER = {
     "mixed-sqlite-gcc": "SQLite TPC-C-like (1300 warehouses, 160,000 transactions) and the gcc rounds at the same time",
     "gcc": "synthetic kernel-like C code base (100 units of ≈ 2 MiB objects, a ≈ 160 MiB program relinked every round, thin archive, 1.2 GiB of uncompiled tree): full build + 29 rebuilds, a random ⅓ of the sources edited per round (gcc -O2 -g, make -j2)",
     "lucene": "Lucene 4.10 (Java): 500k documents of ≈ 1 KiB indexed, then 3M updates of random ids; NRT refresh every 5k operations, commit every 125k, an Elasticsearch-like translog, segments ≤ 64 MiB (bench/java/LuceneChurn.java)",
+    "lucene-native": "Lucene 4.10 (Java): 500k documents of ≈ 1 KiB indexed, then 3M updates of random ids; NRT refresh every 5k operations, commit every 125k, an Elasticsearch-like translog, segments ≤ 64 MiB (bench/java/LuceneChurn.java); Java call paths off (PCSTREAM_JAVA=0)",
 }
 POL = ["baseline", "autostream-sfr", "autostream-mq", "sepbit", "app-hints", "pcstream", "pcstream-paper", "oracle"]
 # The online policies pcstream is held against (issue #15): every automatic

@@ -26,6 +26,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/.." && pwd)
 scale=paper
 out=$repo/bench/out
+out_given=0
 only=
 build=1
 repeats=
@@ -36,7 +37,7 @@ while [ $# -gt 0 ]; do
     --quick) scale=quick ;;
     --paper) scale=paper ;;
     --full) scale=full ;;
-    --out) out=$2; shift ;;
+    --out) out=$2; out_given=1; shift ;;
     --only) only=$2; shift ;;
     --repeats) repeats=$2; shift ;;
     --no-build) build=0 ;;
@@ -55,9 +56,10 @@ case "$repeats" in
   ''|*[!0-9]*|0) echo "bench/run.sh: --repeats needs a whole number ≥ 1, got '$repeats'" >&2; exit 2 ;;
 esac
 
-all=(rocksdb-ur rocksdb-ar rocksdb-fr rocksdb-ycsba sqlite-tpcc gcc mixed-rocksdb-gcc mixed-sqlite-gcc lucene)
+all=(rocksdb-ur rocksdb-ar rocksdb-fr rocksdb-ycsba sqlite-tpcc gcc mixed-rocksdb-gcc mixed-sqlite-gcc lucene lucene-native)
 workloads=("${all[@]}")
 # --only re-records some workloads; compare still takes every trace in $out.
+# With --out DIR, results.md and the charts go to DIR too (docs/ stays).
 if [ -n "$only" ]; then
   IFS=, read -r -a workloads <<<"$only"
   for wl in "${workloads[@]}"; do
@@ -82,7 +84,7 @@ command -v make >/dev/null || need+=(make)
 command -v python3 >/dev/null || need+=(python3)
 command -v mkfs.ext4 >/dev/null || need+=(e2fsprogs)
 # lucene: a JDK (javac) and Debian's Lucene 4.10 jars (bench/java/build.sh).
-case " ${workloads[*]} " in *" lucene "*)
+case " ${workloads[*]} " in *" lucene "*|*" lucene-native "*)
   command -v javac >/dev/null || need+=(default-jdk-headless)
   [ -f /usr/share/java/lucene-core-4.10.4.jar ] || need+=(liblucene4.10-java) ;;
 esac
@@ -134,7 +136,7 @@ esac
 case " ${workloads[*]} " in *" mixed-sqlite-gcc "*)
   python3 "$here/gen_tpcc.py" "$mix_warehouses" "$mix_txns" >"$data/tpcc-mix.sql" ;;
 esac
-case " ${workloads[*]} " in *" lucene "*)
+case " ${workloads[*]} " in *" lucene "*|*" lucene-native "*)
   bash "$here/java/build.sh" "$data/java" ;;
 esac
 export BENCH_DATA=$data
@@ -168,7 +170,7 @@ device_size() {
       sqlite-tpcc) echo 2560M; return ;;
       mixed-rocksdb-gcc) echo 6G; return ;;
       mixed-sqlite-gcc) echo 2624M; return ;;
-      lucene) echo 2G; return ;;
+      lucene|lucene-native) echo 2G; return ;;
     esac
   fi
   case "$1" in
@@ -180,7 +182,7 @@ device_size() {
     gcc) echo 64M ;;
     mixed-rocksdb-gcc) echo 288M ;;
     mixed-sqlite-gcc) echo 96M ;;
-    lucene) echo 448M ;;
+    lucene|lucene-native) echo 448M ;;
     *) echo 1G ;;
   esac
 }
@@ -230,7 +232,8 @@ fi
 sim=(--prefill 0 --warmup-passes 1)
 echo "== compare (9 streams, internal streams off and on; no TRIM)" >&2
 svg=$repo/docs/results
-[ $scale = quick ] && svg=$out/svg
+# --quick and an --out of one's own keep docs/ as it is.
+{ [ $scale = quick ] || [ $out_given = 1 ]; } && svg=$out/svg
 rm -rf "$svg" "$out/svg-all"; mkdir -p "$svg"
 # One replay gives the tables, pcstream's per-signature breakdown (learnt vs
 # device lifetimes) and the charts; the charts of each workload's first
@@ -270,7 +273,7 @@ if [ ${#marked[@]} -gt 0 ]; then
 fi
 
 results=$repo/docs/results.md
-[ $scale = quick ] && results=$out/results.md
+{ [ $scale = quick ] || [ $out_given = 1 ]; } && results=$out/results.md
 python3 "$here/render.py" --out "$out" --svg "$svg" --results "$results" --scale "$scale" \
   --command "bench/run.sh $args" --ctl "$ctl" --repeats "$repeats"
 echo "bench/run.sh: wrote $results" >&2

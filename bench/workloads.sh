@@ -100,7 +100,11 @@ case "$wl" in
   rocksdb-ar) rocks db --benchmarks=appendrandom,appendrandom --value_size="$AR" ;;
   rocksdb-ycsba) rocks db --benchmarks=fillrandom,readrandomwriterandom --readwritepercent=50 --num=$((KEYS / 2)) --reads=$((KEYS)) ;;
   sqlite-tpcc) sqlite_tpcc tpcc.db "$data/tpcc.sql" ;;
-  lucene)
+  # lucene-native: the same run with Java call paths off (PCSTREAM_JAVA=0):
+  # the JVM's writes get the native signatures of the JDK's natives, what
+  # the paper's PCStream sees without its JDK change.
+  lucene|lucene-native)
+    [ "$wl" = lucene-native ] && export PCSTREAM_JAVA=0
     case "$scale" in
       quick) lucene 128m 2000 4000 4 8 500 2000 ;;
       full) lucene 256m 100000 600000 16 32 5000 25000 ;;

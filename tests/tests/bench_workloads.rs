@@ -104,7 +104,7 @@ fn record_and_check(workload: &str) -> (tempfile::TempDir, PathBuf) {
         require_tool(cmd, pkg);
     }
     pcstream_tests::shim();
-    let data = if workload == "lucene" {
+    let data = if workload.starts_with("lucene") {
         java_data()
     } else {
         data()
@@ -256,6 +256,38 @@ fn bench_lucene() {
     for r in rows {
         assert_eq!(r["programs"], serde_json::json!(["java"]), "{r}");
     }
+}
+
+/// Java frames (module `java`) in a recording's signatures, and all frames.
+fn java_frames(out: &Path) -> (usize, usize) {
+    let o = Command::new(pcstream_tests::pcstreamctl())
+        .args(["trace-stats", "--json", "--top", "0", "--frames", "0"])
+        .arg(out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "trace-stats: {o:?}");
+    let stats: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let frames: Vec<&serde_json::Value> = stats["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|r| r["frames"].as_array().unwrap())
+        .collect();
+    let java = frames.iter().filter(|f| f["module"] == "java").count();
+    (java, frames.len())
+}
+
+/// The lucene workload with Java call paths off: the same run, every
+/// signature native (the JDK's natives, libjvm), none made of Java frames;
+/// with them on (`lucene`), the segment writes' are.
+#[test]
+fn bench_lucene_native() {
+    let (_tmp, out) = record_and_check("lucene-native");
+    let (java, all) = java_frames(&out);
+    assert!(all > 0 && java == 0, "{java} Java frames of {all}");
+    let (_tmp, out) = record_and_check("lucene");
+    let (java, all) = java_frames(&out);
+    assert!(java * 2 > all, "{java} Java frames of {all}");
 }
 
 #[test]
