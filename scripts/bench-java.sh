@@ -2,7 +2,9 @@
 # The shim's cost per Java write, whole JVM: tests/java/WriteLoop.java
 # writes COUNT blocks of SIZE bytes to a file in $TMPFS through each shape
 # (stream: FileOutputStream.write; channel: FileChannel.write; buffered:
-# BufferedOutputStream over FileOutputStream), natively and under the shim
+# BufferedOutputStream over FileOutputStream; lucene: the bench's Lucene
+# workload, bench/java/LuceneChurn.java, at 10k documents and 20k updates,
+# where Debian's Lucene 4.10 jars are installed), natively and under the shim
 # with a map, with pcstreamd attached, and recording; native and shim runs
 # alternate, and the table gives the median of ROUNDS of the whole
 # process's user + sys time (and the ratio to native).
@@ -12,7 +14,7 @@ cd "$(dirname "$0")/.."
 ROUNDS=${1:-5}
 COUNT=${2:-1000000}
 SIZE=${3:-4096}
-SHAPES=${SHAPES:-stream channel buffered}
+SHAPES=${SHAPES:-stream channel buffered lucene}
 MODES=${MODES:-map daemon record}
 TMPFS=${TMPFS:-/dev/shm}
 TARGET=${CARGO_TARGET_DIR:-target}
@@ -20,7 +22,7 @@ for v in ROUNDS COUNT SIZE; do
     [[ ${!v} =~ ^[1-9][0-9]*$ ]] || { echo "bench-java: $v must be a positive number, not '${!v}'" >&2; exit 2; }
 done
 for s in $SHAPES; do
-    [[ $s =~ ^(stream|channel|buffered)$ ]] || { echo "SHAPES: unknown shape $s (stream channel buffered)" >&2; exit 2; }
+    [[ $s =~ ^(stream|channel|buffered|lucene)$ ]] || { echo "SHAPES: unknown shape $s (stream channel buffered lucene)" >&2; exit 2; }
 done
 for m in $MODES; do
     [[ $m =~ ^(map|daemon|record)$ ]] || { echo "MODES: unknown mode $m (map daemon record)" >&2; exit 2; }
@@ -36,6 +38,9 @@ cleanup() {
 }
 trap cleanup EXIT
 javac -d "$WORK/classes" tests/java/WriteLoop.java
+if [[ " $SHAPES " == *" lucene "* ]]; then
+    bash bench/java/build.sh "$WORK/lucene-classes" >/dev/null
+fi
 echo "ffffffffffffffff 1" >"$WORK/map" # a mapping (the program's paths stay unmapped)
 
 # Whole-process user and sys seconds of a command (wait4).
@@ -52,7 +57,15 @@ PY
 run() { # shape env...
     local shape=$1
     shift
-    rm -f "$WORK/data"
+    rm -rf "$WORK/data" "$WORK/index"
+    if [[ $shape == lucene ]]; then
+        mkdir "$WORK/index"
+        # (its progress output to /dev/null, the times to the caller)
+        python3 "$WORK/rusage.py" env -u LD_PRELOAD PCSTREAM_SOCKET=/nonexistent "$@" sh -c \
+            'exec java -XX:-UsePerfData -XX:+UseSerialGC -Xmx128m -cp "$0" LuceneChurn "$1" 10000 20000 4 8 500 2000 >/dev/null' \
+            "$(cat "$WORK/lucene-classes/classpath")" "$WORK/index"
+        return
+    fi
     python3 "$WORK/rusage.py" env -u LD_PRELOAD PCSTREAM_SOCKET=/nonexistent "$@" \
         java -cp "$WORK/classes" WriteLoop "$shape" "$WORK/data" "$SIZE" "$COUNT"
 }
@@ -96,8 +109,9 @@ for s in $SHAPES; do
     for m in $MODES; do
         n=$(echo "${native[$s.$m]}" | median)
         x=$(echo "${shim[$s.$m]}" | median)
-        printf '%-9s %-7s %9.3f %9.3f %6.3fx %+9.0f\n' "$s" "$m" "$n" "$x" \
-            "$(awk -v a="$x" -v b="$n" 'BEGIN {print a / b}')" \
-            "$(awk -v a="$x" -v b="$n" -v c="$COUNT" 'BEGIN {print (a - b) * 1e9 / c}')"
+        per=$(awk -v a="$x" -v b="$n" -v c="$COUNT" 'BEGIN {printf "%+.0f", (a - b) * 1e9 / c}')
+        [[ $s == lucene ]] && per=-
+        printf '%-9s %-7s %9.3f %9.3f %6.3fx %9s\n' "$s" "$m" "$n" "$x" \
+            "$(awk -v a="$x" -v b="$n" 'BEGIN {print a / b}')" "$per"
     done
 done
