@@ -168,10 +168,12 @@ device_size() {
   # lucene: ≈ 1.3× the index's peak on disk (the last commit's segments stay
   # until the next commit; 335 MB at `full` on 448M, 93% of the device's
   # pages written at least once), measured 2026-11-27 (bench/README.md).
-  # h2: MVStore's one file never shrinks and is overwritten in place, so
-  # without TRIM all of it stays valid on the device: ≈ 1.25× the file's
-  # final size (202 MiB at `full`, 79% of 256M; `paper`, five times the
-  # keys, estimated at five times that), measured 2026-11-27.
+  # h2: MVStore's one file never shrinks while it runs and is overwritten
+  # in place, so without TRIM all of it stays valid on the device: the
+  # recording's footprint (file + ext4) is 86% of 272M at `full` (≈ 207
+  # MiB of file at the end; on 288M, 81%, baseline WAF 1.07 instead of
+  # 1.10; 256M ran out of space), measured 2026-11-27. `paper`, five times
+  # the keys, at the same ratio (not measured).
   if [ $scale = paper ]; then
     case "$1" in
       rocksdb-*) echo 12G; return ;;
@@ -180,7 +182,7 @@ device_size() {
       mixed-rocksdb-gcc) echo 6G; return ;;
       mixed-sqlite-gcc) echo 2624M; return ;;
       lucene|lucene-native) echo 2G; return ;;
-      h2|h2-native) echo 1280M; return ;;
+      h2|h2-native) echo 1360M; return ;;
     esac
   fi
   case "$1" in
@@ -193,7 +195,7 @@ device_size() {
     mixed-rocksdb-gcc) echo 288M ;;
     mixed-sqlite-gcc) echo 96M ;;
     lucene|lucene-native) echo 448M ;;
-    h2|h2-native) echo 256M ;;
+    h2|h2-native) echo 272M ;;
     *) echo 1G ;;
   esac
 }

@@ -97,14 +97,15 @@ lucene() {
 
 # H2's MVStore (Debian's libh2-java) as a key-value store with 1 KiB values
 # (bench/java/H2Churn.java): KEYS filled, then UPDATES puts, 80% of them to
-# the hot fifth of the keys; a commit (one chunk appended, pwrite + fsync)
-# every COMMIT puts and every COMPACT_EVERY commits a compaction
-# (MVStore.compact(FILL_RATE, COMPACT_MB MiB): the emptiest chunks' live
-# pages rewritten into a new chunk). One file whose freed chunks are
-# overwritten in place: data dies page by page inside it. Single-threaded,
-# no background thread: the same writes every run. Arguments: HEAP KEYS
-# UPDATES COMMIT COMPACT_EVERY FILL_RATE COMPACT_MB. `full`: 100k keys, 600k
-# updates, ≈ 4 GiB written into a ≈ 200 MiB file (bench/README.md);
+# the hot fifth of the keys; a commit (one small chunk appended with pwrite)
+# every COMMIT puts, an fsync every SYNC_EVERY commits (a group commit), and
+# every COMPACT_EVERY commits a compaction while fewer than FILL_RATE % of
+# the chunks' pages are live (MVStore.compact: up to COMPACT_MB MiB of the
+# emptiest chunks' live pages rewritten into a new chunk). One file whose
+# freed chunks are overwritten in place: data dies page by page inside it.
+# Single-threaded, no background thread. Arguments: HEAP KEYS UPDATES COMMIT
+# SYNC_EVERY COMPACT_EVERY FILL_RATE COMPACT_MB. `full`: 100k keys, 300k
+# updates, ≈ 4.9 GiB written into a ≈ 200 MiB file (bench/README.md);
 # `paper` five times the keys and updates.
 h2() {
   local cp
@@ -143,9 +144,9 @@ case "$wl" in
     [ "$wl" = h2-native ] && export PCSTREAM_JAVA=0
     export PCSTREAM_JAVA_FRAMES=16
     case "$scale" in
-      quick) h2 128m 3000 12000 200 4 60 2 ;;
-      full) h2 256m 100000 600000 500 4 60 8 ;;
-      paper) h2 512m 500000 3000000 500 4 60 16 ;;
+      quick) h2 128m 3000 12000 4 16 50 60 1 ;;
+      full) h2 256m 100000 300000 4 16 50 60 4 ;;
+      paper) h2 512m 500000 1500000 4 16 50 60 4 ;;
     esac ;;
   # gcc alone at the paper's scale builds its own, larger code base
   # (bench/run.sh: kernel-sized objects and tree on a device of several GiB).

@@ -1,6 +1,6 @@
 // bench/java/H2Churn.java: the `h2` workload of bench/workloads.sh.
 //
-//   java -cp BUILD:h2.jar H2Churn DIR KEYS UPDATES COMMIT COMPACT_EVERY FILL_RATE COMPACT_MB [SEED]
+//   java -cp BUILD:h2.jar H2Churn DIR KEYS UPDATES COMMIT SYNC_EVERY COMPACT_EVERY FILL_RATE COMPACT_MB [SEED]
 //
 // A key-value store on H2's MVStore (Debian's libh2-java; compiled with javac
 // at bench time, nothing downloaded), the storage engine under the H2
@@ -20,12 +20,13 @@
 //   - churn: UPDATES puts of a fresh 1 KiB value with a hot/cold skew: 80% of
 //     them to the hot fifth of the keys (the contiguous range 0..KEYS/5-1, so
 //     the hot keys share leaves) and 20% to the other four fifths;
-//   - a commit (MVStore.commit, then sync: fsync) every COMMIT puts: the
-//     regular writes, mostly hot leaves that die at the next commits;
+//   - a commit (MVStore.commit) every COMMIT puts, an fsync (MVStore.sync)
+//     every SYNC_EVERY commits (a group commit): the regular writes, small
+//     chunks of mostly hot leaves that die at the next commits;
 //   - every COMPACT_EVERY commits a compaction: MVStore.compact(FILL_RATE,
 //     COMPACT_MB MiB) marks the live pages of the chunks with the lowest fill
 //     rate (while the store's fill rate is below FILL_RATE %) for rewriting,
-//     and the commit that follows it writes them into a new chunk: mostly
+//     and the commit (and fsync) that follows writes them into a new chunk: mostly
 //     cold pages, long-lived; the old chunks' space becomes free and is
 //     reused by the next commits.
 // Deterministic: no background thread (autoCommitDisabled: no auto-commit,
@@ -46,28 +47,31 @@ public final class H2Churn {
   static final int KEYS_PER_PAGE = Integer.getInteger("h2churn.kpp", 8);
 
   public static void main(String[] args) {
-    if (args.length < 7 || args.length > 8) {
-      usage("expected 7 or 8 arguments, got " + args.length);
+    if (args.length < 8 || args.length > 9) {
+      usage("expected 8 or 9 arguments, got " + args.length);
     }
     File dir = new File(args[0]);
     long keys = number(args[1], "KEYS", 10);
     long updates = number(args[2], "UPDATES", 0);
     long commit = number(args[3], "COMMIT", 1);
-    long compactEvery = number(args[4], "COMPACT_EVERY", 1);
-    long fill = number(args[5], "FILL_RATE", 1);
-    long compactMb = number(args[6], "COMPACT_MB", 1);
-    long seed = args.length > 7 ? number(args[7], "SEED", Long.MIN_VALUE) : 42;
+    long syncEvery = number(args[4], "SYNC_EVERY", 1);
+    long compactEvery = number(args[5], "COMPACT_EVERY", 1);
+    long fill = number(args[6], "FILL_RATE", 1);
+    long compactMb = number(args[7], "COMPACT_MB", 1);
+    long seed = args.length > 8 ? number(args[8], "SEED", Long.MIN_VALUE) : 42;
     if (!dir.isDirectory()) usage("DIR '" + args[0] + "' is not a directory");
     if (fill > 100) usage("FILL_RATE must be a percentage (1..100), got " + fill);
     if (keys > Integer.MAX_VALUE) usage("KEYS must be at most " + Integer.MAX_VALUE);
     if (compactMb > 1024) usage("COMPACT_MB must be at most 1024, got " + compactMb);
-    new H2Churn(new File(dir, "store.mv"), seed, commit, compactEvery, (int) fill, (int) compactMb)
+    new H2Churn(new File(dir, "store.mv"), seed, commit, syncEvery, compactEvery, (int) fill,
+            (int) compactMb)
         .run(keys, updates);
   }
 
   static void usage(String why) {
     System.err.println("H2Churn: " + why
-        + " (usage: H2Churn DIR KEYS UPDATES COMMIT COMPACT_EVERY FILL_RATE COMPACT_MB [SEED])");
+        + " (usage: H2Churn DIR KEYS UPDATES COMMIT SYNC_EVERY COMPACT_EVERY FILL_RATE COMPACT_MB"
+        + " [SEED])");
     System.exit(2);
   }
 
@@ -86,13 +90,15 @@ public final class H2Churn {
   final Random rnd;
   final MVStore store;
   final MVMap<Long, byte[]> map;
-  final long commitEvery, compactEvery;
+  final long commitEvery, syncEvery, compactEvery;
   final int fillRate, compactBytes;
   long puts, commits, compactions, rewrites;
 
-  H2Churn(File file, long seed, long commitEvery, long compactEvery, int fillRate, int compactMb) {
+  H2Churn(File file, long seed, long commitEvery, long syncEvery, long compactEvery, int fillRate,
+      int compactMb) {
     this.rnd = new Random(seed);
     this.commitEvery = commitEvery;
+    this.syncEvery = syncEvery;
     this.compactEvery = compactEvery;
     this.fillRate = fillRate;
     this.compactBytes = compactMb << 20;
@@ -113,11 +119,13 @@ public final class H2Churn {
     }
   }
 
-  /** A regular commit: the chunk of the pages changed since the last one. */
+  /**
+   * A regular commit: the chunk of the pages changed since the last one; an
+   * fsync every syncEvery commits.
+   */
   void commit() {
     store.commit();
-    store.sync();
-    commits++;
+    if (++commits % syncEvery == 0) store.sync();
   }
 
   /**
@@ -143,6 +151,7 @@ public final class H2Churn {
       put(k);
     }
     commit();
+    store.sync();
     FileStore fs = store.getFileStore();
     long written = fs.getWriteBytes(), size = fs.size();
     int fillNow = store.getChunksFillRate(), fileFill = fs.getFillRate(), chunks = store.getChunkCount();
