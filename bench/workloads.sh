@@ -105,7 +105,7 @@ lucene() {
 # freed chunks are overwritten in place: data dies page by page inside it.
 # Single-threaded, no background thread. Arguments: HEAP KEYS UPDATES COMMIT
 # SYNC_EVERY COMPACT_EVERY FILL_RATE COMPACT_MB. `full`: 100k keys, 300k
-# updates, ≈ 4.9 GiB written into a ≈ 200 MiB file (bench/README.md);
+# updates, ≈ 4.8 GiB written into a ≈ 200 MiB file (bench/README.md);
 # `paper` five times the keys and updates.
 h2() {
   local cp
