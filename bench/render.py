@@ -30,6 +30,8 @@ DESC = {
     "mixed-sqlite-gcc": "SQLite TPC-C-like and the gcc rounds at the same time",
     "lucene": "Lucene 4.10 (Java): 100k documents of ≈ 1 KiB indexed, then 600k updates of random ids; NRT refresh every 5k operations, commit every 25k, an Elasticsearch-like translog, segments ≤ 32 MiB (bench/java/LuceneChurn.java)",
     "lucene-native": "Lucene 4.10 (Java): 100k documents of ≈ 1 KiB indexed, then 600k updates of random ids; NRT refresh every 5k operations, commit every 25k, an Elasticsearch-like translog, segments ≤ 32 MiB (bench/java/LuceneChurn.java); Java call paths off (PCSTREAM_JAVA=0: the native signatures of the JDK's natives, what the paper's PCStream sees without its JDK change)",
+    "h2": "H2 2.1 MVStore (Java): 100k keys × 1 KiB filled, then 300k puts, 80% to the hot fifth of the keys; a commit (one small chunk, pwrite) every 4 puts, fsync every 16 commits, a compaction (the emptiest chunks' live pages rewritten, ≤ 4 MiB, while < 60% of the pages are live) every 50 commits; freed chunks overwritten in place in the one file (bench/java/H2Churn.java)",
+    "h2-native": "H2 2.1 MVStore (Java): 100k keys × 1 KiB filled, then 300k puts, 80% to the hot fifth of the keys; a commit (one small chunk, pwrite) every 4 puts, fsync every 16 commits, a compaction (the emptiest chunks' live pages rewritten, ≤ 4 MiB, while < 60% of the pages are live) every 50 commits; freed chunks overwritten in place in the one file (bench/java/H2Churn.java); Java call paths off (PCSTREAM_JAVA=0: the native signatures of the JDK's natives, what the paper's PCStream sees without its JDK change)",
 }
 # At the paper's scale (bench/workloads.sh `paper`): 900k keys, 8 KiB values.
 DESC_PAPER = {
@@ -42,6 +44,8 @@ DESC_PAPER = {
     "gcc": "synthetic kernel-like C code base (100 units of ≈ 2 MiB objects, a ≈ 160 MiB program relinked every round, thin archive, 1.2 GiB of uncompiled tree): full build + 29 rebuilds, a random ⅓ of the sources edited per round (gcc -O2 -g, make -j2)",
     "lucene": "Lucene 4.10 (Java): 500k documents of ≈ 1 KiB indexed, then 3M updates of random ids; NRT refresh every 5k operations, commit every 125k, an Elasticsearch-like translog, segments ≤ 64 MiB (bench/java/LuceneChurn.java)",
     "lucene-native": "Lucene 4.10 (Java): 500k documents of ≈ 1 KiB indexed, then 3M updates of random ids; NRT refresh every 5k operations, commit every 125k, an Elasticsearch-like translog, segments ≤ 64 MiB (bench/java/LuceneChurn.java); Java call paths off (PCSTREAM_JAVA=0)",
+    "h2": "H2 2.1 MVStore (Java): 500k keys × 1 KiB filled, then 1.5M puts, 80% to the hot fifth of the keys; a commit (one small chunk, pwrite) every 4 puts, fsync every 16 commits, a compaction (≤ 4 MiB) every 50 commits; freed chunks overwritten in place in the one file (bench/java/H2Churn.java)",
+    "h2-native": "H2 2.1 MVStore (Java): 500k keys × 1 KiB filled, then 1.5M puts, 80% to the hot fifth of the keys; a commit (one small chunk, pwrite) every 4 puts, fsync every 16 commits, a compaction (≤ 4 MiB) every 50 commits; freed chunks overwritten in place in the one file (bench/java/H2Churn.java); Java call paths off (PCSTREAM_JAVA=0)",
 }
 POL = ["baseline", "autostream-sfr", "autostream-mq", "sepbit", "app-hints", "pcstream", "pcstream-paper", "oracle"]
 # The online policies pcstream is held against (issue #15): every automatic
@@ -398,13 +402,16 @@ def main() -> int:
     cpu = sh("grep -m1 'model name' /proc/cpuinfo | cut -d: -f2").strip()
     rocks_ver = sh("dpkg-query -W -f='${Version}' rocksdb-tools") or "?"
     lucene_ver = sh("dpkg-query -W -f='${Version}' liblucene4.10-java") or "?"
+    h2_ver = sh("dpkg-query -W -f='${Version}' libh2-java") or "?"
     mem = sh("awk '/MemTotal/ {printf \"%.1f GiB\", $2/1048576}' /proc/meminfo")
     w(f"- date: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC; scale: `{a.scale}`; "
       f"{a.repeats} recording(s) per workload; git `{sh('git -C ' + res_dir + ' rev-parse --short HEAD')}`")
     w(f"- machine: {platform.machine()}, {sh('nproc')} CPUs ({cpu}), {mem}, Linux {platform.release()}")
     w(f"- tools: {sh(a.ctl + ' --version')}; db_bench (RocksDB {rocks_ver}); "
       f"{sh('gcc --version | head -1')}; sqlite3 {sh('sqlite3 --version').split(' ')[0]}; {sh('make --version | head -1')}"
-      + (f"; Lucene {lucene_ver} on {sh('java -version 2>&1 | head -1')}" if "lucene" in names else ""))
+      + (f"; Lucene {lucene_ver}" if any(n.startswith("lucene") for n in names) else "")
+      + (f"; H2 {h2_ver}" if any(n.startswith("h2") for n in names) else "")
+      + (f" on {sh('java -version 2>&1 | head -1')}" if any(n.startswith(("lucene", "h2")) for n in names) else ""))
     w("- recording: `pcstreamctl record --device-trace` (fresh ext4 on a loop device, mounted with `discard`; "
       "tracefs block requests + extent maps = ground truth)")
     if "--replay-only" in a.command:
@@ -481,6 +488,16 @@ def main() -> int:
           "stored to, then `msync`ed or written back) never pass through the shim: an engine that writes that way "
           "(Cassandra's default commit log, leveldb-java by default, Lucene's own `MMapDirectory` only reads "
           "through mappings) reaches the device unsigned, so it cannot be placed by call path.\n")
+    if any(n.startswith("h2") for n in names):
+        w("h2 is a Java storage engine whose data dies page by page inside one file: H2's MVStore (Debian's "
+          "libh2-java, driven by `bench/java/H2Churn.java`, seeded, single-threaded, no background thread) appends "
+          "every commit's changed B-tree pages as a chunk with a positional `FileChannel.write` (`pwrite`) into the "
+          "first free space of its file, and a chunk's space is overwritten once none of its pages is live; its "
+          "compactions (`MVStore.compact`) rewrite the live pages of the emptiest chunks, mostly cold data, into "
+          "new chunks. Regular commits and compaction rewrites reach the file system through the same JDK native "
+          "(`h2-native`: one native signature for both), but through different Java call paths (`h2`). The file "
+          "never shrinks while it runs and, without TRIM, all of it stays valid on the device, which is ≈ 1.3× its "
+          "size (the recording's footprint ≈ 86% of the device).\n")
 
     def table(cmp, internal, key, fmt, title, note=None):
         w(title + "\n")

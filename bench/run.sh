@@ -10,7 +10,7 @@
 # workloads run at the paper's emulator scale (12 GiB device, 900k keys of
 # 8 KiB: about 25 min per recording set on 2 cores), SQLite, gcc and the
 # two mixes on devices of several GiB too (gcc alone builds a larger,
-# kernel-like code base there: bench/README.md), Lucene (Java) too; --full runs them all at the bench's small scale
+# kernel-like code base there: bench/README.md), Lucene and H2 (Java) too; --full runs them all at the bench's small scale
 # (hundreds of MiB, seconds), --quick in seconds for the tests. Every workload is recorded --repeats times (default 3; 1 with
 # --quick) and the results report the spread between recordings.
 # --resume keeps the recordings already in DIR and records only the missing
@@ -56,7 +56,7 @@ case "$repeats" in
   ''|*[!0-9]*|0) echo "bench/run.sh: --repeats needs a whole number ≥ 1, got '$repeats'" >&2; exit 2 ;;
 esac
 
-all=(rocksdb-ur rocksdb-ar rocksdb-fr rocksdb-ycsba sqlite-tpcc gcc mixed-rocksdb-gcc mixed-sqlite-gcc lucene lucene-native)
+all=(rocksdb-ur rocksdb-ar rocksdb-fr rocksdb-ycsba sqlite-tpcc gcc mixed-rocksdb-gcc mixed-sqlite-gcc lucene lucene-native h2 h2-native)
 workloads=("${all[@]}")
 # --only re-records some workloads; compare still takes every trace in $out.
 # With --out DIR, results.md and the charts go to DIR too (docs/ stays).
@@ -83,10 +83,15 @@ command -v gcc >/dev/null || need+=(gcc)
 command -v make >/dev/null || need+=(make)
 command -v python3 >/dev/null || need+=(python3)
 command -v mkfs.ext4 >/dev/null || need+=(e2fsprogs)
-# lucene: a JDK (javac) and Debian's Lucene 4.10 jars (bench/java/build.sh).
+# lucene, h2: a JDK (javac) and Debian's Lucene 4.10 / H2 jars (bench/java/build.sh).
+case " ${workloads[*]} " in *" lucene "*|*" lucene-native "*|*" h2 "*|*" h2-native "*)
+  command -v javac >/dev/null || need+=(default-jdk-headless) ;;
+esac
 case " ${workloads[*]} " in *" lucene "*|*" lucene-native "*)
-  command -v javac >/dev/null || need+=(default-jdk-headless)
   [ -f /usr/share/java/lucene-core-4.10.4.jar ] || need+=(liblucene4.10-java) ;;
+esac
+case " ${workloads[*]} " in *" h2 "*|*" h2-native "*)
+  [ -f /usr/share/java/h2.jar ] || need+=(libh2-java) ;;
 esac
 if [ ${#need[@]} -gt 0 ] && [ $replay_only = 0 ]; then
   echo "bench/run.sh: installing ${need[*]}" >&2
@@ -136,7 +141,7 @@ esac
 case " ${workloads[*]} " in *" mixed-sqlite-gcc "*)
   python3 "$here/gen_tpcc.py" "$mix_warehouses" "$mix_txns" >"$data/tpcc-mix.sql" ;;
 esac
-case " ${workloads[*]} " in *" lucene "*|*" lucene-native "*)
+case " ${workloads[*]} " in *" lucene "*|*" lucene-native "*|*" h2 "*|*" h2-native "*)
   bash "$here/java/build.sh" "$data/java" ;;
 esac
 export BENCH_DATA=$data
@@ -163,6 +168,12 @@ device_size() {
   # lucene: ≈ 1.3× the index's peak on disk (the last commit's segments stay
   # until the next commit; 335 MB at `full` on 448M, 93% of the device's
   # pages written at least once), measured 2026-11-27 (bench/README.md).
+  # h2: MVStore's one file never shrinks while it runs and is overwritten
+  # in place, so without TRIM all of it stays valid on the device: the
+  # recording's footprint (file + ext4) is 86% of 272M at `full` (≈ 207
+  # MiB of file at the end; on 288M, 81%, baseline WAF 1.07 instead of
+  # 1.10; 256M ran out of space), measured 2026-11-27. `paper`, five times
+  # the keys, at the same ratio (not measured).
   if [ $scale = paper ]; then
     case "$1" in
       rocksdb-*) echo 12G; return ;;
@@ -171,6 +182,7 @@ device_size() {
       mixed-rocksdb-gcc) echo 6G; return ;;
       mixed-sqlite-gcc) echo 2624M; return ;;
       lucene|lucene-native) echo 2G; return ;;
+      h2|h2-native) echo 1360M; return ;;
     esac
   fi
   case "$1" in
@@ -183,6 +195,7 @@ device_size() {
     mixed-rocksdb-gcc) echo 288M ;;
     mixed-sqlite-gcc) echo 96M ;;
     lucene|lucene-native) echo 448M ;;
+    h2|h2-native) echo 272M ;;
     *) echo 1G ;;
   esac
 }

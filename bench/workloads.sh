@@ -8,8 +8,9 @@
 # Needs $BENCH_DATA: a directory prepared by bench/run.sh (or the tests) with
 # cbase/ (gen_cbase.py output; gcc alone at `paper` builds cbase-gcc/
 # instead where there is one), tpcc.sql (gen_tpcc.py output; the mix
-# with gcc runs tpcc-mix.sql instead where there is one) and, for lucene,
-# java/ (bench/java/build.sh output: the compiled driver and its classpath).
+# with gcc runs tpcc-mix.sql instead where there is one) and, for lucene and
+# h2, java/ (bench/java/build.sh output: the compiled drivers and their
+# classpath).
 set -euo pipefail
 
 main() {
@@ -94,6 +95,28 @@ lucene() {
   java -XX:-UsePerfData -XX:+UseSerialGC -Xmx"$1" -cp "$cp" LuceneChurn lucene "${@:2}" >/dev/null
 }
 
+# H2's MVStore (Debian's libh2-java) as a key-value store with 1 KiB values
+# (bench/java/H2Churn.java): KEYS filled, then UPDATES puts, 80% of them to
+# the hot fifth of the keys; a commit (one small chunk appended with pwrite)
+# every COMMIT puts, an fsync every SYNC_EVERY commits (a group commit), and
+# every COMPACT_EVERY commits a compaction while fewer than FILL_RATE % of
+# the chunks' pages are live (MVStore.compact: up to COMPACT_MB MiB of the
+# emptiest chunks' live pages rewritten into a new chunk). One file whose
+# freed chunks are overwritten in place: data dies page by page inside it.
+# Single-threaded, no background thread. Arguments: HEAP KEYS UPDATES COMMIT
+# SYNC_EVERY COMPACT_EVERY FILL_RATE COMPACT_MB. `full`: 100k keys, 300k
+# updates, ≈ 4.8 GiB written into a ≈ 200 MiB file (bench/README.md);
+# `paper` five times the keys and updates.
+h2() {
+  local cp
+  cp=$(cat "$data/java/classpath" 2>/dev/null) ||
+    { echo "workloads.sh: $data/java/classpath missing: run bench/java/build.sh $data/java first" >&2; exit 1; }
+  [ -f "$data/java/H2Churn.class" ] ||
+    { echo "workloads.sh: $data/java/H2Churn.class missing: apt-get install libh2-java, then bench/java/build.sh $data/java" >&2; exit 1; }
+  mkdir -p h2
+  java -XX:-UsePerfData -XX:+UseSerialGC -Xmx"$1" -cp "$cp" H2Churn h2 "${@:2}" >/dev/null
+}
+
 case "$wl" in
   rocksdb-fr) rocks db --benchmarks=fillrandom --num=$((KEYS * FR)) ;;
   rocksdb-ur) rocks db --benchmarks=fillrandom,updaterandom ;;
@@ -109,6 +132,21 @@ case "$wl" in
       quick) lucene 128m 2000 4000 4 8 500 2000 ;;
       full) lucene 256m 100000 600000 16 32 5000 25000 ;;
       paper) lucene 512m 500000 3000000 32 64 5000 125000 ;;
+    esac ;;
+  # h2-native: the same with Java call paths off (as lucene-native).
+  # K = 16 Java frames per signature (the shim's most; default 12): a chunk
+  # is written 12 frames deep inside MVStore (writeFully ← write ←
+  # storeBuffer ← lambdas and submitOrRun ← serializeAndStore ← storeNow),
+  # and what tells a regular commit from a compaction's is the 16th,
+  # H2Churn.commit or H2Churn.compact over MVStore.store ← commit ← commit.
+  # With 12, every chunk has one signature, as with native signatures.
+  h2|h2-native)
+    [ "$wl" = h2-native ] && export PCSTREAM_JAVA=0
+    export PCSTREAM_JAVA_FRAMES=16
+    case "$scale" in
+      quick) h2 128m 3000 12000 4 16 50 60 1 ;;
+      full) h2 256m 100000 300000 4 16 50 60 4 ;;
+      paper) h2 512m 500000 1500000 4 16 50 60 4 ;;
     esac ;;
   # gcc alone at the paper's scale builds its own, larger code base
   # (bench/run.sh: kernel-sized objects and tree on a device of several GiB).

@@ -15,8 +15,9 @@
 #   CPython's tests libpython3.11-testsuite  shim_cpython_tests (a real application's own test suite under the shim)
 #   initdb, pgbench postgresql     daemon_postgres (a database server under the shim with the daemon)
 #   fio             fio (+ libaio1)  shim_aio (a real program writing with libaio's io_submit)
-#   java, javac     openjdk-17-jdk-headless  java_paths (Java call paths through JVMTI), the bench's lucene workload
+#   java, javac     openjdk-17-jdk-headless  java_paths (Java call paths through JVMTI), the bench's lucene and h2 workloads
 #   Lucene jars     liblucene4.10-java        the bench's lucene workload (bench/java: a Java storage engine)
+#   H2 jar          libh2-java                the bench's h2 workload (bench/java: H2's MVStore)
 set -euo pipefail
 need=()
 check() { command -v "$1" >/dev/null || need+=("$2"); }
@@ -41,6 +42,7 @@ check javac openjdk-17-jdk-headless
 [ -e /usr/lib/python3.11/test/test_subprocess.py ] || need+=(libpython3.11-testsuite)
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need+=(postgresql)
 [ -f /usr/share/java/lucene-core-4.10.4.jar ] || need+=(liblucene4.10-java)
+[ -f /usr/share/java/h2.jar ] || need+=(libh2-java)
 command -v cargo >/dev/null || { echo "install-deps: cargo not found: install Rust (rustup) first" >&2; exit 1; }
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then

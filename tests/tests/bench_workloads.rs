@@ -8,7 +8,9 @@
 //! deleted data (TRIMs), and the shim saw the application invalidate data.
 //! The Java workload (`lucene`) also shows each of its write paths under the
 //! shim: flushed segments, commits, the translog rolled at a commit and its
-//! checkpoint rewritten with a positional write.
+//! checkpoint rewritten with a positional write. The other (`h2`, H2's
+//! MVStore) shows its commits and compactions as positional writes into one
+//! file, from distinct Java call paths (none with `h2-native`).
 //!
 //! Needs root (loop devices, mount, tracefs): as another user it fails
 //! naming that, never skips. Runs one recording at a time.
@@ -63,8 +65,9 @@ fn data() -> &'static Path {
     .path()
 }
 
-/// [`data`] with the Java driver compiled (bench/java/build.sh into java/),
-/// once; installs a JDK and Debian's Lucene 4.10 jars when missing (root).
+/// [`data`] with the Java drivers compiled (bench/java/build.sh into java/),
+/// once; installs a JDK, Debian's Lucene 4.10 jars and H2's jar when missing
+/// (root).
 fn java_data() -> &'static Path {
     static JAVA: OnceLock<()> = OnceLock::new();
     let d = data();
@@ -74,6 +77,7 @@ fn java_data() -> &'static Path {
             "/usr/share/java/lucene-core-4.10.4.jar",
             "liblucene4.10-java",
         );
+        pcstream_tests::require_file("/usr/share/java/h2.jar", "libh2-java");
         let o = Command::new("bash")
             .arg(bench_dir().join("java/build.sh"))
             .arg(d.join("java"))
@@ -104,7 +108,7 @@ fn record_and_check(workload: &str) -> (tempfile::TempDir, PathBuf) {
         require_tool(cmd, pkg);
     }
     pcstream_tests::shim();
-    let data = if workload.starts_with("lucene") {
+    let data = if workload.starts_with("lucene") || workload.starts_with("h2") {
         java_data()
     } else {
         data()
@@ -288,6 +292,91 @@ fn bench_lucene_native() {
     let (_tmp, out) = record_and_check("lucene");
     let (java, all) = java_frames(&out);
     assert!(java * 2 > all, "{java} Java frames of {all}");
+}
+
+/// The trace-stats rows (one per signature, every frame) that wrote with
+/// `pwrite`.
+fn pwrite_rows(out: &Path) -> Vec<serde_json::Value> {
+    let o = Command::new(pcstream_tests::pcstreamctl())
+        .args(["trace-stats", "--json", "--top", "0", "--frames", "0"])
+        .arg(out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "trace-stats: {o:?}");
+    let stats: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    stats["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["calls"]["pwrite"].as_u64().unwrap_or(0) > 0)
+        .cloned()
+        .collect()
+}
+
+/// Whether a trace-stats row's signature has a frame whose text contains `what`.
+fn has_frame(row: &serde_json::Value, what: &str) -> bool {
+    row["frames"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|f| f.to_string().contains(what))
+}
+
+/// H2's MVStore (bench/java/H2Churn.java) at quick scale: every chunk goes
+/// into the one store file with `pwrite`; regular commits and compaction
+/// rewrites are distinct signatures made of Java frames (`H2Churn.commit`,
+/// `H2Churn.compact` over `MVStore.commit`), and with Java call paths off
+/// (`h2-native`) the same writes carry no Java frame. The driver itself
+/// fails (so would the recording) when no compaction rewrote a page or the
+/// file's freed space was never reused.
+#[test]
+fn bench_h2() {
+    let (_tmp, out) = record_and_check("h2");
+    let rows = pwrite_rows(&out);
+    let pwrites: u64 = rows
+        .iter()
+        .map(|r| r["calls"]["pwrite"].as_u64().unwrap())
+        .sum();
+    // Quick scale: 15,000 puts, a commit (a chunk, one pwrite) every 4
+    // (bench/workloads.sh).
+    assert!(pwrites >= 3000, "{pwrites} pwrites: {rows:?}");
+    for r in &rows {
+        assert_eq!(r["programs"], serde_json::json!(["java"]), "{r}");
+        let files: Vec<String> = r["file_list"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|f| f["paths"].as_array().unwrap().iter())
+            .map(|p| p.as_str().unwrap().to_string())
+            .collect();
+        assert!(
+            files.iter().all(|p| p.ends_with("/store.mv")),
+            "a pwrite outside the store: {files:?}"
+        );
+    }
+    let commit = rows
+        .iter()
+        .filter(|r| has_frame(r, "H2Churn.commit") && has_frame(r, "MVStore"))
+        .count();
+    let compact = rows
+        .iter()
+        .filter(|r| has_frame(r, "H2Churn.compact") && has_frame(r, "MVStore"))
+        .count();
+    assert!(
+        commit >= 1 && compact >= 1,
+        "commit signatures {commit}, compaction signatures {compact}: {rows:?}"
+    );
+    let (java, all) = java_frames(&out);
+    assert!(java * 2 > all, "{java} Java frames of {all}");
+}
+
+#[test]
+fn bench_h2_native() {
+    let (_tmp, out) = record_and_check("h2-native");
+    let rows = pwrite_rows(&out);
+    assert!(!rows.is_empty(), "no pwrite seen");
+    let (java, all) = java_frames(&out);
+    assert!(all > 0 && java == 0, "{java} Java frames of {all}");
 }
 
 #[test]
