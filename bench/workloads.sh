@@ -134,15 +134,13 @@ case "$wl" in
       paper) lucene 512m 500000 3000000 32 64 5000 125000 ;;
     esac ;;
   # h2-native: the same with Java call paths off (as lucene-native).
-  # K = 16 Java frames per signature (the shim's most; default 12): a chunk
-  # is written 12 frames deep inside MVStore (writeFully ← write ←
+  # A chunk is written 12 frames deep inside MVStore (writeFully ← write ←
   # storeBuffer ← lambdas and submitOrRun ← serializeAndStore ← storeNow),
   # and what tells a regular commit from a compaction's is the 16th,
-  # H2Churn.commit or H2Churn.compact over MVStore.store ← commit ← commit.
-  # With 12, every chunk has one signature, as with native signatures.
+  # H2Churn.commit or H2Churn.compact over MVStore.store ← commit ← commit:
+  # the shim's default of 16 Java frames (docs/shim.md).
   h2|h2-native)
     [ "$wl" = h2-native ] && export PCSTREAM_JAVA=0
-    export PCSTREAM_JAVA_FRAMES=16
     case "$scale" in
       quick) h2 128m 3000 12000 4 16 50 60 1 ;;
       full) h2 256m 100000 300000 4 16 50 60 4 ;;

@@ -36,7 +36,7 @@ pub const RUNTIME_DIR: &str = "PCSTREAM_RUNTIME_DIR";
 pub const SYSFS: &str = "PCSTREAM_SYSFS";
 /// `0` turns Java call paths off: JVM writes keep their native signatures.
 pub const JAVA: &str = "PCSTREAM_JAVA";
-/// Java frames per signature (1..=16; JDK I/O plumbing not counted).
+/// Java frames per signature (1..=16, default 16; JDK I/O plumbing not counted).
 pub const JAVA_FRAMES: &str = "PCSTREAM_JAVA_FRAMES";
 
 /// Every variable the shim reads, for tests and documentation.

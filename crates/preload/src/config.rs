@@ -97,7 +97,7 @@ impl Default for Config {
             flush_ns: 100_000_000,
             debug: false,
             java: true,
-            java_frames: 12,
+            java_frames: MAX_FRAMES,
             sysfs: PathBuf::from("/sys"),
         }
     }

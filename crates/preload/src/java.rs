@@ -17,7 +17,8 @@
 //! the current thread's stack (`GetStackTrace`) and hashes its first K
 //! frames outside the JDK's I/O plumbing
 //! (`pcstream_placement::java::is_io_plumbing`; K = `PCSTREAM_JAVA_FRAMES`,
-//! 12: Java's I/O goes through layers of its own) as `(method key, bci)`.
+//! 16, the most a signature holds: Java's I/O goes through layers of its
+//! own) as `(method key, bci)`.
 //! Method keys come from the class, method name and descriptor
 //! (`pcstream_placement::java`), never from jmethodIDs; each jmethodID is
 //! named once and remembered in a lock-free table, and its `ModuleInfo`
@@ -114,7 +115,7 @@ unsafe fn slot<F: Copy>(obj: usize, i: usize) -> F {
 static ENABLED: AtomicBool = AtomicBool::new(true);
 
 /// `PCSTREAM_JAVA_FRAMES`: Java frames per signature.
-static FRAMES: AtomicUsize = AtomicUsize::new(12);
+static FRAMES: AtomicUsize = AtomicUsize::new(crate::config::MAX_FRAMES);
 
 /// Turns Java call paths on or off (`PCSTREAM_JAVA`) and sets their depth
 /// (`PCSTREAM_JAVA_FRAMES`), at init.
