@@ -211,17 +211,10 @@ fn bench_mixed_sqlite_gcc() {
 #[test]
 fn bench_lucene() {
     let (_tmp, out) = record_and_check("lucene");
-    let o = Command::new(pcstream_tests::pcstreamctl())
-        .args(["trace-stats", "--json", "--top", "0"])
-        .arg(&out)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "trace-stats: {o:?}");
-    let stats: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    let rows = stats["rows"].as_array().unwrap();
+    let rows = stats_rows(&out);
     let mut names = std::collections::BTreeSet::new();
     let mut pwrites = 0;
-    for r in rows {
+    for r in &rows {
         pwrites += r["calls"]["pwrite"].as_u64().unwrap_or(0);
         for f in r["file_list"].as_array().unwrap() {
             for p in f["paths"].as_array().unwrap() {
@@ -257,23 +250,15 @@ fn bench_lucene() {
         "the translog checkpoint's positional writes were not seen as pwrite"
     );
     // Every write is the JVM's (the script and mkdir write nothing).
-    for r in rows {
+    for r in &rows {
         assert_eq!(r["programs"], serde_json::json!(["java"]), "{r}");
     }
 }
 
 /// Java frames (module `java`) in a recording's signatures, and all frames.
 fn java_frames(out: &Path) -> (usize, usize) {
-    let o = Command::new(pcstream_tests::pcstreamctl())
-        .args(["trace-stats", "--json", "--top", "0", "--frames", "0"])
-        .arg(out)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "trace-stats: {o:?}");
-    let stats: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    let frames: Vec<&serde_json::Value> = stats["rows"]
-        .as_array()
-        .unwrap()
+    let rows = stats_rows(out);
+    let frames: Vec<&serde_json::Value> = rows
         .iter()
         .flat_map(|r| r["frames"].as_array().unwrap())
         .collect();
@@ -297,6 +282,14 @@ fn bench_lucene_native() {
 /// The trace-stats rows (one per signature, every frame) that wrote with
 /// `pwrite`.
 fn pwrite_rows(out: &Path) -> Vec<serde_json::Value> {
+    stats_rows(out)
+        .into_iter()
+        .filter(|r| r["calls"]["pwrite"].as_u64().unwrap_or(0) > 0)
+        .collect()
+}
+
+/// `trace-stats --json` of a recording: one row per signature, every frame.
+fn stats_rows(out: &Path) -> Vec<serde_json::Value> {
     let o = Command::new(pcstream_tests::pcstreamctl())
         .args(["trace-stats", "--json", "--top", "0", "--frames", "0"])
         .arg(out)
@@ -304,13 +297,7 @@ fn pwrite_rows(out: &Path) -> Vec<serde_json::Value> {
         .unwrap();
     assert!(o.status.success(), "trace-stats: {o:?}");
     let stats: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    stats["rows"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|r| r["calls"]["pwrite"].as_u64().unwrap_or(0) > 0)
-        .cloned()
-        .collect()
+    stats["rows"].as_array().unwrap().clone()
 }
 
 /// Whether a trace-stats row's signature has a frame whose text contains `what`.

@@ -68,7 +68,7 @@ fn db_bench_wal_created_after_publication_carries_the_learnt_hint() {
         "fillrandom,overwrite",
         "100000",
     );
-    settled(&d);
+    d.settled();
     // The mapping from the estimates at the end of the run (the engine
     // re-clusters on its 10% rule; the last change may predate the last
     // estimates).
@@ -157,11 +157,11 @@ fn db_bench_wal_created_after_publication_carries_the_learnt_hint() {
     // small (about 1 MB of WAL, below the 4 MiB check interval), so a
     // re-clustering inside one is rare; three are allowed.
     for attempt in 0..3 {
-        settled(&d);
+        d.settled();
         let before = d.status()["mapping_generation"].as_u64().unwrap();
         let db2 = tmp.path().join(format!("db2-{attempt}"));
         db_bench(&d, &db2, "fillrandom", "1000");
-        settled(&d);
+        d.settled();
         let (ok, out, _) = d.ctl(&["contexts", "--json", "--limit", "0"]);
         assert!(ok);
         let ctx: Vec<serde_json::Value> = serde_json::from_str(&out).unwrap();
@@ -207,21 +207,6 @@ fn db_bench_wal_created_after_publication_carries_the_learnt_hint() {
         "the mapping changed during each of three small runs:\n{}",
         d.log()
     );
-}
-
-/// The daemon's status once its event count has stopped moving for 300 ms
-/// (a finished program's last events are in).
-fn settled(d: &Daemon) -> serde_json::Value {
-    let mut last = u64::MAX;
-    loop {
-        let st = d.status();
-        let n = st["events"].as_u64().unwrap();
-        if n == last {
-            return st;
-        }
-        last = n;
-        std::thread::sleep(std::time::Duration::from_millis(300));
-    }
 }
 
 /// The busiest context's signature (hex) once the daemon has seen `events`.

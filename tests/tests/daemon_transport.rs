@@ -33,20 +33,6 @@ fn recorded_events(dir: &Path) -> u64 {
     n
 }
 
-/// The daemon's status once its event count stops moving.
-fn settled(d: &Daemon) -> serde_json::Value {
-    let mut last = u64::MAX;
-    loop {
-        let st = d.status();
-        let n = st["events"].as_u64().unwrap();
-        if n == last {
-            return st;
-        }
-        last = n;
-        std::thread::sleep(Duration::from_millis(300));
-    }
-}
-
 #[test]
 fn eight_fio_jobs_lose_no_event_on_a_ten_datagram_queue() {
     require_tool("fio", "fio");
@@ -85,7 +71,7 @@ fn eight_fio_jobs_lose_no_event_on_a_ten_datagram_queue() {
             String::from_utf8_lossy(&out.stderr)
         );
     }
-    let st = settled(&d);
+    let st = d.settled();
     let produced = recorded_events(&rec);
     eprintln!(
         "fio 8 jobs x 3 rounds: {produced} events produced, {} received, {} dropped",
@@ -148,7 +134,7 @@ sys.stdin.read()
     drop(w.stdin.take());
     assert!(w.wait().unwrap().success());
     let worst: f64 = line.trim().parse().unwrap();
-    let st = settled(&d);
+    let st = d.settled();
     let produced = recorded_events(&rec);
     let (got, dropped) = (
         st["events"].as_u64().unwrap(),

@@ -131,15 +131,7 @@ fn pcstreamd_learns_the_java_methods_apart_and_fresh_files_get_their_hints() {
     let argv: Vec<&str> = cmd.iter().map(String::as_str).collect();
     let rec = app_common::record(&a.join("rec"), &a, &argv, &env);
     let [journal, table, scratch] = kinds(&rec);
-    let mut last = u64::MAX;
-    loop {
-        let n = d.status()["events"].as_u64().unwrap();
-        if n == last {
-            break;
-        }
-        last = n;
-        std::thread::sleep(std::time::Duration::from_millis(300));
-    }
+    d.settled();
     let (ok, _, err) = d.ctl(&["recluster"]);
     assert!(ok, "{err}");
     let ctx = d.contexts();
@@ -373,15 +365,7 @@ fn lucene_flush_merge_and_translog_are_distinct_java_contexts() {
     ];
     let out = daemon_common::under_shim(&d, &args).output().unwrap();
     assert!(out.status.success(), "LuceneChurn: {out:?}");
-    let mut last = u64::MAX;
-    loop {
-        let n = d.status()["events"].as_u64().unwrap();
-        if n == last {
-            break;
-        }
-        last = n;
-        std::thread::sleep(std::time::Duration::from_millis(300));
-    }
+    d.settled();
     let ctx = d.contexts();
     let with = |what: &str| -> Vec<String> {
         ctx.iter()

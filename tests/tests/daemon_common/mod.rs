@@ -159,6 +159,26 @@ impl Daemon {
         }
     }
 
+    /// The status once the event count has stopped moving for 300 ms (a
+    /// finished program's last events are in); fails after 120 s.
+    pub fn settled(&self) -> serde_json::Value {
+        let t = Instant::now();
+        let mut last = u64::MAX;
+        loop {
+            let st = self.status();
+            let n = st["events"].as_u64().unwrap();
+            if n == last {
+                return st;
+            }
+            assert!(
+                t.elapsed() < Duration::from_secs(120),
+                "the daemon's event count still moves after 120 s: {st}"
+            );
+            last = n;
+            std::thread::sleep(Duration::from_millis(300));
+        }
+    }
+
     /// Sends SIGTERM and waits for the exit status.
     pub fn stop(&mut self) -> std::process::ExitStatus {
         let mut c = self.child.take().expect("running");
