@@ -52,39 +52,18 @@ for b in $BUILDS; do
     cc "${flags[@]}" -o "$WORK/$b/bench" tests/c/shim_bench_shapes.c \
         -L"$WORK/$b" -Wl,--no-as-needed -lshim_bench_lib -Wl,-rpath,"$WORK/$b" -lpthread
 done
-echo "ffffffffffffffff 1" >"$WORK/map" # a mapping (the programs' paths stay unmapped)
 
-# Whole-process user and sys seconds of a command (wait4, microseconds).
-cat >"$WORK/rusage.py" <<'PY'
-import os, sys
-pid = os.fork()
-if pid == 0:
-    os.execvp(sys.argv[1], sys.argv[1:])
-_, status, ru = os.wait4(pid, 0)
-if status != 0:
-    sys.exit(f"{' '.join(sys.argv[1:])}: exit status {status}")
-print(f"{ru.ru_utime:.6f} {ru.ru_stime:.6f}")
-PY
+# rusage.py, mode_env, start_pcstreamd, median, the map.
+. scripts/bench-lib.sh
 run() { # build shape count env...
     local b=$1 shape=$2 n=$3
     shift 3
     python3 "$WORK/rusage.py" env -u LD_PRELOAD PCSTREAM_SOCKET=/nonexistent "$@" \
         "$WORK/$b/bench" "$shape" "$WORK/data" "$SIZE" "$n"
 }
-mode_env() { # mode
-    case $1 in
-    map) echo "LD_PRELOAD=$SHIM PCSTREAM_MAP=$WORK/map" ;;
-    record) echo "LD_PRELOAD=$SHIM PCSTREAM_RECORD_DIR=$WORK/rec" ;;
-    daemon) echo "LD_PRELOAD=$SHIM PCSTREAM_RUNTIME_DIR=$WORK/run PCSTREAM_SOCKET=$WORK/run/events.sock" ;;
-    esac
-}
 
 if [[ " $MODES " == *" daemon "* ]]; then
-    mkdir -p "$WORK/run" "$WORK/state"
-    "$TARGET/release/pcstreamd" --runtime-dir "$WORK/run" --state-dir "$WORK/state" 2>"$WORK/pcstreamd.log" &
-    DPID=$!
-    for _ in $(seq 100); do [[ -S $WORK/run/ctl.sock ]] && break; sleep 0.1; done
-    [[ -S $WORK/run/ctl.sock ]] || { echo "pcstreamd did not start:" >&2; cat "$WORK/pcstreamd.log" >&2; exit 1; }
+    start_pcstreamd
     # Warm-up: the daemon learns every path, so the runs below are its
     # steady state (table hit, hint kept).
     for b in $BUILDS; do
@@ -151,7 +130,6 @@ for ((r = 0; r < ROUNDS; r++)); do
     done
 done
 
-median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
 printf '%d x write(%d B) to %s per run, median of %d rounds; %s; load average before: %s, after: %s\n' \
     "$COUNT" "$SIZE" "$TMPFS" "$ROUNDS" "$(lscpu | sed -n 's/^Model name: *//p' | head -1), $(nproc) CPUs" \
     "$LOAD0" "$(cut -d' ' -f1-3 /proc/loadavg)"
