@@ -82,14 +82,11 @@ pub unsafe extern "C" fn pcstream_stream_for_write(_fd: c_int, _offset: u64, _le
 /// `rec` is the trampoline's frame record on this thread's stack.
 unsafe fn path(g: &Guard, rec: Rec) -> Option<(u64, u32)> {
     let t = g.thread();
-    let cached = crate::modules::table().and_then(|table| {
+    // SAFETY: forwarded caller contract.
+    match unsafe { crate::context::cached_context(t, rec) } {
+        Some(hit) => Some(hit),
         // SAFETY: forwarded caller contract.
-        unsafe { crate::signature::cached(t, table, rec, crate::state::params()) }
-    });
-    match cached {
-        Some((s, k)) => Some((s.0, k)),
-        // SAFETY: forwarded caller contract.
-        None => unsafe { track::capture_described(t, rec) },
+        None => unsafe { crate::context::capture_described(t, rec) },
     }
 }
 

@@ -40,6 +40,7 @@ pub(crate) mod capi;
 pub(crate) mod cfi;
 pub(crate) mod clock;
 pub(crate) mod config;
+pub(crate) mod context;
 pub(crate) mod domain;
 pub(crate) mod ehhdr;
 pub(crate) mod events;

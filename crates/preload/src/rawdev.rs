@@ -260,16 +260,11 @@ pub fn hint_for(stream: u32, streams: u32) -> Option<u64> {
 /// `rec` is the entry trampoline's frame record on this thread's stack.
 pub unsafe fn before(t: &Thread, fd: c_int, info: FdInfo, rec: *const usize, b: &mut Before) {
     let Some(raw) = files::raw(fd) else { return };
-    let cached = match crate::modules::table() {
-        // SAFETY: forwarded caller contract.
-        Some(table) => unsafe { crate::signature::cached(t, table, rec, state::params()) }
-            .map(|(s, k)| (s.0, k)),
-        None => None,
-    };
-    let hit = match cached {
+    // SAFETY: forwarded caller contract.
+    let hit = match unsafe { crate::context::cached_context(t, rec) } {
         Some(h) => Some(h),
         // SAFETY: forwarded caller contract.
-        None => unsafe { track::capture_described(t, rec) },
+        None => unsafe { crate::context::capture_described(t, rec) },
     };
     let Some((sig, cached)) = hit else { return };
     let stream = stream_for(sig, cached, raw.rdev);

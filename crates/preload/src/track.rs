@@ -9,86 +9,14 @@
 //! `AppHintEvent` (and is repaired when malformed).
 
 use crate::batch::RawWrite;
+use crate::context::{cached_context, capture_described};
 use crate::events::{FileId, InvalidateKind, Kind, WriteCall};
-use crate::signature::{self, Captured};
-use crate::state::{self, events_on, SEEN_FILES, SEEN_SIGS};
+use crate::state::{self, events_on, SEEN_FILES};
 use crate::tls::Thread;
-use crate::{files, hint, modules, real};
+use crate::{files, hint, real};
 use libc::{c_char, c_int, FILE};
 use pcstream_placement::hint::RwHint;
 use pcstream_placement::signature::mix64;
-use std::sync::atomic::Ordering;
-
-/// Captures the program context behind the trampoline's frame record;
-/// `false` before the module table exists.
-///
-/// # Safety
-/// As [`write`].
-#[inline(always)]
-unsafe fn capture(t: &Thread, rec: *const usize, cap: &mut Captured) -> bool {
-    let Some(table) = modules::table() else {
-        return false;
-    };
-    // SAFETY: `rec` is the trampoline's frame record on this thread's stack.
-    unsafe { signature::capture_into(t, table, rec, state::params(), cap) };
-    true
-}
-
-/// The full capture of a call path the caches did not have (described the
-/// first time the process sees it): its signature and stream; `None`
-/// before the module table exists.
-///
-/// # Safety
-/// As [`write`].
-#[cold]
-#[inline(never)]
-pub(crate) unsafe fn capture_described(t: &Thread, rec: *const usize) -> Option<(u64, u32)> {
-    if let Some(table) = modules::table() {
-        // SAFETY: forwarded caller contract.
-        if let Some(hit) = unsafe { crate::java::direct(t, table, rec) } {
-            return Some(hit);
-        }
-    }
-    let mut cap = Captured::new();
-    // SAFETY: forwarded caller contract.
-    if !unsafe { capture(t, rec, &mut cap) } {
-        return None;
-    }
-    describe(&cap);
-    Some((cap.signature.0, cap.stream))
-}
-
-/// Describes a program context (modules, signature) the first time this
-/// process sees it.
-fn describe(cap: &Captured) {
-    // A cached signature was described by the capture that cached it.
-    if !events_on() || cap.cached || !SEEN_SIGS.insert(cap.signature.0) {
-        return;
-    }
-    let Some(table) = modules::table() else {
-        return;
-    };
-    let mut frames = [(0u64, 0u64); crate::config::MAX_FRAMES];
-    for (i, f) in cap.frames().enumerate() {
-        frames[i] = (f.key, f.offset);
-        let Some(m) = table.modules.iter().find(|m| m.key == f.key) else {
-            continue;
-        };
-        if !m.sent.swap(true, Ordering::Relaxed) {
-            state::emit(&Kind::Module {
-                key: m.key,
-                build_id: m.build_id,
-                path: m.path,
-                size: m.size,
-            });
-        }
-    }
-    state::emit(&Kind::Signature {
-        signature: cap.signature.0,
-        frames: &frames[..cap.n],
-        method: cap.method as u32,
-    });
-}
 
 /// What a write learns before it reaches the kernel: the descriptor's
 /// table entry and, for a regular file whose call path is in the signature
@@ -162,15 +90,8 @@ pub unsafe fn before_write(t: &Thread, fd: c_int, rec: *const usize, b: &mut Bef
         }
         return;
     }
-    if let Some(table) = modules::table() {
-        // SAFETY: forwarded caller contract.
-        b.hit = match unsafe { crate::java::direct(t, table, rec) } {
-            Some(hit) => Some(hit),
-            // SAFETY: forwarded caller contract.
-            None => unsafe { signature::cached(t, table, rec, state::params()) }
-                .map(|(sig, stream)| (sig.0, stream)),
-        };
-    }
+    // SAFETY: forwarded caller contract.
+    b.hit = unsafe { cached_context(t, rec) };
 }
 
 /// [`before_write`] for a descriptor the table does not know: its
