@@ -56,7 +56,11 @@ case "$repeats" in
   ''|*[!0-9]*|0) echo "bench/run.sh: --repeats needs a whole number ≥ 1, got '$repeats'" >&2; exit 2 ;;
 esac
 
-all=(rocksdb-ur rocksdb-ar rocksdb-fr rocksdb-ycsba sqlite-tpcc gcc mixed-rocksdb-gcc mixed-sqlite-gcc lucene lucene-native h2 h2-native)
+# The held-out workloads (postgres, mariadb, fio-skew) come last: the
+# placement engine is never tuned on them (docs/placement.md, "Method");
+# render.py reports them apart.
+all=(rocksdb-ur rocksdb-ar rocksdb-fr rocksdb-ycsba sqlite-tpcc gcc mixed-rocksdb-gcc mixed-sqlite-gcc lucene lucene-native h2 h2-native
+  postgres mariadb fio-skew)
 workloads=("${all[@]}")
 # --only re-records some workloads; compare still takes every trace in $out.
 # With --out DIR, results.md and the charts go to DIR too (docs/ stays).
@@ -92,6 +96,18 @@ case " ${workloads[*]} " in *" lucene "*|*" lucene-native "*)
 esac
 case " ${workloads[*]} " in *" h2 "*|*" h2-native "*)
   [ -f /usr/share/java/h2.jar ] || need+=(libh2-java) ;;
+esac
+# The held-out servers and fio: PostgreSQL (pgbench comes with it),
+# MariaDB and sysbench, fio.
+case " ${workloads[*]} " in *" postgres "*)
+  ls /usr/lib/postgresql/*/bin/pgbench >/dev/null 2>&1 || need+=(postgresql) ;;
+esac
+case " ${workloads[*]} " in *" mariadb "*)
+  command -v mariadbd >/dev/null || need+=(mariadb-server)
+  command -v sysbench >/dev/null || need+=(sysbench) ;;
+esac
+case " ${workloads[*]} " in *" fio-skew "*)
+  command -v fio >/dev/null || need+=(fio) ;;
 esac
 if [ ${#need[@]} -gt 0 ] && [ $replay_only = 0 ]; then
   echo "bench/run.sh: installing ${need[*]}" >&2
@@ -174,6 +190,10 @@ device_size() {
   # MiB of file at the end; on 288M, 81%, baseline WAF 1.07 instead of
   # 1.10; 256M ran out of space), measured 2026-11-27. `paper`, five times
   # the keys, at the same ratio (not measured).
+  # Held-out: postgres at `full` (pgbench -s 40, ≈ 600 MiB of tables, WAL
+  # up to max_wal_size 256 MB) on 1280M, the device of #28's measurement;
+  # mariadb (4 × 500k sysbench rows, ≈ 500 MiB, a 128 MiB redo log) on 1G;
+  # fio-skew (544 MiB of files) on 640M; `paper` twice each.
   if [ $scale = paper ]; then
     case "$1" in
       rocksdb-*) echo 12G; return ;;
@@ -183,6 +203,9 @@ device_size() {
       mixed-sqlite-gcc) echo 2624M; return ;;
       lucene|lucene-native) echo 2G; return ;;
       h2|h2-native) echo 1360M; return ;;
+      postgres) echo 2560M; return ;;
+      mariadb) echo 2G; return ;;
+      fio-skew) echo 1280M; return ;;
     esac
   fi
   case "$1" in
@@ -196,6 +219,9 @@ device_size() {
     mixed-sqlite-gcc) echo 96M ;;
     lucene|lucene-native) echo 448M ;;
     h2|h2-native) echo 272M ;;
+    postgres) echo 1280M ;;
+    mariadb) echo 1G ;;
+    fio-skew) echo 640M ;;
     *) echo 1G ;;
   esac
 }

@@ -117,6 +117,146 @@ h2() {
   java -XX:-UsePerfData -XX:+UseSerialGC -Xmx"$1" -cp "$cp" H2Churn h2 "${@:2}" >/dev/null
 }
 
+# The held-out workloads (postgres, mariadb, fio-skew): never used to tune
+# the placement engine (docs/placement.md, "Method"); bench/render.py
+# reports them apart.
+
+# COMMAND as USER when root (database servers refuse to run as root), as
+# the caller otherwise. runuser keeps the environment, so LD_PRELOAD and the
+# shim's recording directory reach the server and everything it forks.
+as_user() {
+  local u=$1; shift
+  if [ "$(id -u)" = 0 ]; then runuser -u "$u" -- "$@"; else "$@"; fi
+}
+
+# A directory of the traced file system the server's user owns.
+server_dir() {
+  mkdir -p "$2"
+  if [ "$(id -u)" = 0 ]; then chown "$1": "$2"; fi
+}
+
+# PostgreSQL (Debian's, the newest under /usr/lib/postgresql) as a private
+# server: initdb, the postmaster on a Unix socket in its own directory (no
+# TCP), then pgbench: `-i -s SCALE` (≈ 15 MiB of tables and indexes per
+# scale unit), TXNS TPC-B-like transactions from CLIENTS clients, VACUUM,
+# CHECKPOINT and a clean shutdown. The postmaster, its backends, the
+# checkpointer, the background and WAL writers all inherit LD_PRELOAD.
+# Default durability (fsync, synchronous_commit); max_wal_size MAX_WAL so
+# the checkpointer writes the tables back during the run and recycles WAL
+# segments. Arguments: SCALE TXNS CLIENTS MAX_WAL.
+postgres_pgbench() {
+  local bin d=$PWD/pg
+  bin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
+  [ -n "$bin" ] && [ -x "$bin/initdb" ] && [ -x "$bin/pgbench" ] ||
+    { echo "workloads.sh: PostgreSQL missing (no /usr/lib/postgresql/*/bin/initdb): apt-get install postgresql" >&2; exit 1; }
+  server_dir postgres "$d"
+  as_user postgres "$bin/initdb" -D "$d/data" -U postgres -A trust >/dev/null
+  # The server goes down whatever happens, or it would keep the traced
+  # file system busy.
+  trap 'as_user postgres "$bin/pg_ctl" -D "$d/data" -m immediate stop >/dev/null 2>&1 || true' EXIT
+  as_user postgres "$bin/pg_ctl" -D "$d/data" -l "$d/server.log" -w \
+    -o "-k $d -c listen_addresses='' -c max_wal_size=$4" start >/dev/null
+  local c=(-h "$d" -U postgres)
+  as_user postgres "$bin/pgbench" "${c[@]}" -i -s "$1" -q postgres >/dev/null 2>&1
+  as_user postgres "$bin/pgbench" "${c[@]}" -c "$3" -j 2 -t $(($2 / $3)) -n postgres >/dev/null
+  as_user postgres "$bin/psql" "${c[@]}" -q -c VACUUM -c CHECKPOINT postgres
+  as_user postgres "$bin/pg_ctl" -D "$d/data" -m fast -w stop >/dev/null
+  trap - EXIT
+}
+
+# MariaDB's InnoDB as a private mariadbd (its own datadir and socket, no
+# TCP, no /etc/mysql config) under sysbench's OLTP write-only mix: TABLES
+# tables of ROWS rows (`prepare`), then EVENTS transactions from 4 threads,
+# each an indexed update, a non-indexed update, a delete and an insert of
+# a row drawn with sysbench's default skew (`special`), seeded. The buffer
+# pool (POOL) is a fraction of the data, so the page cleaner flushes pages
+# through the doublewrite buffer all along; the redo log is LOG.
+# What the shim must see: Debian's mariadbd (10.11) submits page writes
+# through io_uring by default ("InnoDB: Using io_uring"; libaio where that
+# fails), which the shim cannot see (docs/shim.md), so
+# innodb_use_native_aio=0: InnoDB's own I/O threads call pwrite. It tries
+# to map ib_logfile0 (MAP_SYNC, which works only on persistent memory: on
+# ext4 it falls back to pwrite); innodb_log_file_mmap=0 rules stores
+# through a mapping out. Checked with strace -f: every write of the server
+# is a pwrite64, no io_uring_setup, no writable shared mapping.
+# innodb_flush_method stays at its default, O_DIRECT.
+# Arguments: TABLES ROWS EVENTS POOL LOG.
+mariadb_sysbench() {
+  local d=$PWD/my
+  command -v mariadbd >/dev/null && command -v mariadb-install-db >/dev/null ||
+    { echo "workloads.sh: MariaDB missing: apt-get install mariadb-server" >&2; exit 1; }
+  command -v sysbench >/dev/null ||
+    { echo "workloads.sh: sysbench missing: apt-get install sysbench" >&2; exit 1; }
+  server_dir mysql "$d"
+  server_dir mysql "$d/tmp"
+  local user=()
+  if [ "$(id -u)" = 0 ]; then user=(--user=mysql); fi
+  local opts=(--datadir="$d/data" --tmpdir="$d/tmp" "${user[@]}"
+    --innodb-use-native-aio=0 --innodb-log-file-mmap=0
+    --innodb-buffer-pool-size="$4" --innodb-log-file-size="$5")
+  mariadb-install-db --no-defaults "${opts[@]}" --auth-root-authentication-method=normal \
+    --skip-test-db >"$d/install.log" 2>&1 ||
+    { echo "workloads.sh: mariadb-install-db failed: $(tail -5 "$d/install.log")" >&2; exit 1; }
+  mariadbd --no-defaults "${opts[@]}" --socket="$d/sock" --skip-networking \
+    --pid-file="$d/mariadbd.pid" --log-error="$d/error.log" &
+  local pid=$!
+  # The server goes down whatever happens (it would keep the traced file
+  # system busy).
+  trap 'kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null || true' EXIT
+  local i
+  for i in $(seq 1 600); do
+    mariadb-admin --no-defaults --socket="$d/sock" -u root ping >/dev/null 2>&1 && break
+    kill -0 "$pid" 2>/dev/null || { echo "workloads.sh: mariadbd exited: $(tail -5 "$d/error.log")" >&2; exit 1; }
+    sleep 0.1
+  done
+  mariadb --no-defaults --socket="$d/sock" -u root -e 'CREATE DATABASE sbtest'
+  local sb=(--db-driver=mysql --mysql-socket="$d/sock" --mysql-user=root --mysql-db=sbtest
+    --tables="$1" --table-size="$2" --rand-seed=42)
+  sysbench oltp_write_only "${sb[@]}" prepare >/dev/null
+  sysbench oltp_write_only "${sb[@]}" --threads=4 --events="$3" --time=0 run >/dev/null
+  mariadb-admin --no-defaults --socket="$d/sock" -u root shutdown
+  wait "$pid"
+  trap - EXIT
+}
+
+# fio: three jobs (each its own process: thread=0) writing 4 KiB blocks at
+# random offsets (psync, O_DIRECT, an fsync every 256 writes) into files of
+# different sizes, the same number of writes each, at the same time: a page
+# of `hot` (HOT MiB, zipf 1.2 within it) is rewritten far more often than
+# one of `warm` (WARM MiB, uniform) and of `cold` (COLD MiB, uniform).
+# fio lays each file out first with sequential buffered writes
+# (overwrite=1: the random writes then overwrite written data, as in a
+# database file, not fallocated space) and deletes it when its job ends
+# (unlink=1). The three jobs write through one code path (fio's psync
+# engine), so their call paths are the same: placement by call path cannot
+# tell them apart, only the layout from the random writes. Arguments: HOT
+# WARM COLD WRITES_MIB (per job).
+fio_skew() {
+  command -v fio >/dev/null || { echo "workloads.sh: fio missing: apt-get install fio" >&2; exit 1; }
+  mkdir -p fio
+  fio --output=/dev/null - <<EOF
+[global]
+directory=fio
+ioengine=psync
+direct=1
+rw=randwrite
+bs=4k
+fsync=256
+thread=0
+randrepeat=1
+overwrite=1
+unlink=1
+io_size=$4m
+[hot]
+size=$1m
+random_distribution=zipf:1.2
+[warm]
+size=$2m
+[cold]
+size=$3m
+EOF
+}
+
 case "$wl" in
   rocksdb-fr) rocks db --benchmarks=fillrandom --num=$((KEYS * FR)) ;;
   rocksdb-ur) rocks db --benchmarks=fillrandom,updaterandom ;;
@@ -164,6 +304,25 @@ case "$wl" in
     sqlite_tpcc tpcc.db "$mix" & p1=$!
     gcc_rounds build & p2=$!
     wait $p1; wait $p2 ;;
+  # Held-out (above): never tuned on.
+  postgres)
+    case "$scale" in
+      quick) postgres_pgbench 2 4000 4 64MB ;;
+      full) postgres_pgbench 40 200000 4 256MB ;;
+      paper) postgres_pgbench 80 400000 4 512MB ;;
+    esac ;;
+  mariadb)
+    case "$scale" in
+      quick) mariadb_sysbench 2 20000 4000 16M 16M ;;
+      full) mariadb_sysbench 4 500000 200000 128M 128M ;;
+      paper) mariadb_sysbench 8 500000 400000 256M 256M ;;
+    esac ;;
+  fio-skew)
+    case "$scale" in
+      quick) fio_skew 8 32 96 64 ;;
+      full) fio_skew 32 128 384 1024 ;;
+      paper) fio_skew 64 256 768 2048 ;;
+    esac ;;
   *) echo "workloads.sh: unknown workload '$wl'" >&2; exit 2 ;;
 esac
 }
