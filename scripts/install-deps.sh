@@ -13,11 +13,13 @@
 #   python3         python3        bench/gen_cbase.py (gcc workloads)
 #   qemu-system-x86_64, debootstrap, cpio, zstd   tests/qemu (the NVMe target under a Linux guest)
 #   CPython's tests libpython3.11-testsuite  shim_cpython_tests (a real application's own test suite under the shim)
-#   initdb, pgbench postgresql     daemon_postgres (a database server under the shim with the daemon)
-#   fio             fio (+ libaio1)  shim_aio (a real program writing with libaio's io_submit)
+#   initdb, pgbench postgresql     daemon_postgres (a database server under the shim with the daemon), the bench's held-out postgres workload
+#   fio             fio (+ libaio1)  shim_aio (a real program writing with libaio's io_submit), the bench's held-out fio-skew workload
 #   java, javac     openjdk-17-jdk-headless  java_paths (Java call paths through JVMTI), the bench's lucene and h2 workloads
 #   Lucene jars     liblucene4.10-java        the bench's lucene workload (bench/java: a Java storage engine)
 #   H2 jar          libh2-java                the bench's h2 workload (bench/java: H2's MVStore)
+#   mariadbd        mariadb-server  the bench's held-out mariadb workload (InnoDB)
+#   sysbench        sysbench        drives it (oltp_write_only)
 set -euo pipefail
 need=()
 check() { command -v "$1" >/dev/null || need+=("$2"); }
@@ -39,6 +41,8 @@ check cpio cpio
 check zstd zstd
 check fio fio
 check javac openjdk-17-jdk-headless
+check mariadbd mariadb-server
+check sysbench sysbench
 [ -e /usr/lib/python3.11/test/test_subprocess.py ] || need+=(libpython3.11-testsuite)
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need+=(postgresql)
 [ -f /usr/share/java/lucene-core-4.10.4.jar ] || need+=(liblucene4.10-java)
