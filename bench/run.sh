@@ -190,10 +190,12 @@ device_size() {
   # MiB of file at the end; on 288M, 81%, baseline WAF 1.07 instead of
   # 1.10; 256M ran out of space), measured 2026-11-27. `paper`, five times
   # the keys, at the same ratio (not measured).
-  # Held-out: postgres at `full` (pgbench -s 40, ≈ 600 MiB of tables, WAL
-  # up to max_wal_size 256 MB) on 1280M, the device of #28's measurement;
-  # mariadb (4 × 500k sysbench rows, ≈ 500 MiB, a 128 MiB redo log) on 1G;
-  # fio-skew (544 MiB of files) on 640M; `paper` twice each.
+  # Held-out, measured 2026-11-27 at `full` (bench/README.md): postgres
+  # (pgbench -s 40, WAL up to max_wal_size 256 MB) on 1280M, the device of
+  # #28's measurement: footprint 84%; mariadb (4 × 500k sysbench rows, a
+  # 128 MiB redo log) on 1G: footprint 65%, but InnoDB extends a table by
+  # up to 132 MiB at once and 832M ran out of space; fio-skew (544 MiB of
+  # files) on 640M: 87%. `paper` doubles data and device (not measured).
   if [ $scale = paper ]; then
     case "$1" in
       rocksdb-*) echo 12G; return ;;

@@ -152,8 +152,9 @@ postgres_pgbench() {
   server_dir postgres "$d"
   as_user postgres "$bin/initdb" -D "$d/data" -U postgres -A trust >/dev/null
   # The server goes down whatever happens, or it would keep the traced
-  # file system busy.
-  trap 'as_user postgres "$bin/pg_ctl" -D "$d/data" -m immediate stop >/dev/null 2>&1 || true' EXIT
+  # file system busy (expanded now: a function's locals are gone when the
+  # EXIT trap runs).
+  trap "as_user postgres '$bin/pg_ctl' -D '$d/data' -m immediate stop >/dev/null 2>&1 || true" EXIT
   as_user postgres "$bin/pg_ctl" -D "$d/data" -l "$d/server.log" -w \
     -o "-k $d -c listen_addresses='' -c max_wal_size=$4" start >/dev/null
   local c=(-h "$d" -U postgres)
@@ -201,8 +202,9 @@ mariadb_sysbench() {
     --pid-file="$d/mariadbd.pid" --log-error="$d/error.log" &
   local pid=$!
   # The server goes down whatever happens (it would keep the traced file
-  # system busy).
-  trap 'kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null || true' EXIT
+  # system busy; expanded now: a function's locals are gone when the EXIT
+  # trap runs).
+  trap "kill $pid 2>/dev/null; wait $pid 2>/dev/null || true" EXIT
   local i
   for i in $(seq 1 600); do
     mariadb-admin --no-defaults --socket="$d/sock" -u root ping >/dev/null 2>&1 && break
