@@ -205,6 +205,9 @@ pcstreamctl device --json >/tmp/devs.json 2>&1
 info "device list: $(devobj /tmp/devs.json mount_point /mnt/f | head -c 300)"
 check device-list-f2fs-hints-reach has /tmp/devs.json mount_point /mnt/f '"hints_reach_device":true'
 check device-list-f2fs-three-classes has /tmp/devs.json mount_point /mnt/f '"kind":"f2fs".*"classes":3\|"classes":3.*"kind":"f2fs"'
+# ... and names F2FS's own rules that send small syncs to its hot log
+# (the kernel's defaults: 16 and 8 pages).
+check device-list-f2fs-hot-rules sh -c "tr -d ' \\n' </tmp/devs.json | grep -q '\"min_hot_blocks\":16,\"min_fsync_blocks\":8}'"
 # The measurement: 8/12/16/24/32/40 MiB with no hint / 0 / SHORT /
 # MEDIUM / LONG / EXTREME.
 for fh in none:-:8192 zero:0:12288 short:2:16384 medium:3:24576 long:4:32768 extreme:5:40960; do

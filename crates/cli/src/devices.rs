@@ -6,7 +6,7 @@
 //! delivery path (`pcstream_placement::delivery`): whether a file's hint
 //! reaches the device, how, and in how many classes. A table or `--json`.
 
-use pcstream_placement::delivery::{self, Delivery, Disk, PathKind, Sysfs};
+use pcstream_placement::delivery::{self, Delivery, Disk, F2fsHotRules, PathKind, Sysfs};
 use serde::Serialize;
 use std::path::Path;
 
@@ -60,6 +60,10 @@ pub struct FileSystem {
     /// The delivery path.
     #[serde(flatten)]
     pub delivery: Delivery,
+    /// F2FS: its rules that send synced data to the hot log whatever the
+    /// hint.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub f2fs_hot_rules: Option<F2fsHotRules>,
 }
 
 /// The whole listing.
@@ -129,7 +133,13 @@ pub fn listing(sysfs: &Sysfs, mountinfo: &str, fdp: bool) -> Listing {
             continue;
         }
         let d = sysfs.classify_files(dev, &m.fs_type);
+        let f2fs_hot_rules = if d.kind == PathKind::F2fs {
+            sysfs.f2fs_hot_rules(dev)
+        } else {
+            None
+        };
         file_systems.push(FileSystem {
+            f2fs_hot_rules,
             hints_reach_device: d.kind != PathKind::None && d.device_streams > 0
                 || d.kind == PathKind::Scsi,
             mount_point: m.mount_point,
@@ -213,10 +223,35 @@ pub fn print(l: &Listing) {
             f.delivery.why
         );
     }
+    for f in &l.file_systems {
+        if let Some(r) = &f.f2fs_hot_rules {
+            println!();
+            println!("note: {}", f2fs_note(f, r));
+        }
+    }
     if let Some(a) = &l.advice {
         println!();
         println!("note: hints do not reach a device that has write streams; {a}.");
     }
+}
+
+/// What F2FS on `f` does with synced data, and the knob that changes it.
+fn f2fs_note(f: &FileSystem, r: &F2fsHotRules) -> String {
+    let name = &r.name;
+    let mut s = format!(
+        "F2FS on {} sends to its hot log, whatever a file's hint, the data of every fdatasync, \
+         of an fsync of ≤ {} dirty pages (min_fsync_blocks) and of an fsync or writeback of \
+         ≤ {} (min_hot_blocks); hints reach the device for data written back in larger runs \
+         and for O_DIRECT",
+        f.mount_point, r.min_fsync_blocks, r.min_hot_blocks
+    );
+    if r.min_hot_blocks > 0 || r.min_fsync_blocks > 0 {
+        s.push_str(&format!(
+            "; `echo 0 | tee /sys/fs/f2fs/{name}/min_hot_blocks /sys/fs/f2fs/{name}/min_fsync_blocks` \
+             leaves fsyncs to the hints (docs/nvme.md)"
+        ));
+    }
+    s
 }
 
 #[cfg(test)]
@@ -243,6 +278,10 @@ mod tests {
         };
         mk("nvme0n1", "259:0", 8);
         mk("vda", "254:0", 0);
+        let f2 = r.join("fs/f2fs/nvme0n1");
+        std::fs::create_dir_all(&f2).unwrap();
+        std::fs::write(f2.join("min_hot_blocks"), "16\n").unwrap();
+        std::fs::write(f2.join("min_fsync_blocks"), "8\n").unwrap();
         let mi = "1 0 254:0 / / rw - ext4 /dev/vda rw\n\
                   2 1 259:0 / /mnt/f2 rw - f2fs /dev/nvme0n1 rw\n\
                   3 1 259:0 / /mnt/f2 rw - f2fs /dev/nvme0n1 rw\n\
@@ -261,6 +300,22 @@ mod tests {
         assert_eq!(j["file_systems"][1]["kind"], "f2fs");
         assert_eq!(j["block_devices"][0]["max_write_streams"], 8);
         assert_eq!(j["block_devices"][0]["node_path"], "raw");
+        // F2FS's hot-log rules, and what to do about them.
+        assert_eq!(j["file_systems"][1]["f2fs_hot_rules"]["min_hot_blocks"], 16);
+        assert!(j["file_systems"][0].get("f2fs_hot_rules").is_none());
+        let r1 = l.file_systems[1].f2fs_hot_rules.as_ref().unwrap();
+        let note = f2fs_note(&l.file_systems[1], r1);
+        assert!(note.contains("≤ 16 (min_hot_blocks)"), "{note}");
+        assert!(
+            note.contains("/sys/fs/f2fs/nvme0n1/min_hot_blocks"),
+            "{note}"
+        );
+        let tuned = F2fsHotRules {
+            min_hot_blocks: 0,
+            min_fsync_blocks: 0,
+            ..r1.clone()
+        };
+        assert!(!f2fs_note(&l.file_systems[1], &tuned).contains("echo 0"));
         // ext4 on the FDP namespace instead: the advice appears.
         let l = listing(
             &Sysfs::new(r),

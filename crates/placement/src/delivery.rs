@@ -321,6 +321,21 @@ pub const WAYS_THAT_WORK: &str = "learnt hints reach a device with write streams
 (3 classes), through writes to a raw namespace (O_DIRECT on the block device node), or on a \
 kernel with per-file write streams";
 
+/// F2FS's own rules that send data to its hot log whatever the file's
+/// hint (`/sys/fs/f2fs/<dev>/`; measured on Linux 7.3, docs/nvme.md): an
+/// `fdatasync` always; an `fsync` or a writeback of a file with at most
+/// `min_hot_blocks` dirty pages; an `fsync` of at most `min_fsync_blocks`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct F2fsHotRules {
+    /// The file system's directory under `/sys/fs/f2fs` (the kernel's
+    /// name of the device it is mounted from: `nvme0n1p1`, `dm-0`).
+    pub name: String,
+    /// `min_hot_blocks` (kernel default 16).
+    pub min_hot_blocks: u64,
+    /// `min_fsync_blocks` (kernel default 8).
+    pub min_fsync_blocks: u64,
+}
+
 /// A sysfs tree (the host's `/sys`, or a fake one in tests).
 #[derive(Debug, Clone)]
 pub struct Sysfs {
@@ -362,6 +377,26 @@ impl Sysfs {
     /// A tree rooted at `root` (`/sys` on a host).
     pub fn new(root: impl Into<PathBuf>) -> Sysfs {
         Sysfs { root: root.into() }
+    }
+
+    /// F2FS's hot-log rules for the F2FS mounted from device `dev` (its
+    /// `fs/f2fs/<name>` directory, `name` the partition's or disk's
+    /// kernel name); `None` where sysfs has no such directory.
+    pub fn f2fs_hot_rules(&self, dev: u64) -> Option<F2fsHotRules> {
+        let link = self.root.join("dev/block").join(dev_name(dev));
+        let dir = std::fs::canonicalize(link).ok()?;
+        let name = dir.file_name()?.to_string_lossy().into_owned();
+        let f = self.root.join("fs/f2fs").join(&name);
+        let get = |n: &str| {
+            std::fs::read_to_string(f.join(n))
+                .ok()
+                .and_then(|s| s.trim().parse().ok())
+        };
+        Some(F2fsHotRules {
+            name,
+            min_hot_blocks: get("min_hot_blocks")?,
+            min_fsync_blocks: get("min_fsync_blocks")?,
+        })
     }
 
     /// The whole-disk directory behind device `dev` (a partition's parent).
@@ -686,6 +721,34 @@ mod tests {
 
     fn dev(s: &str) -> u64 {
         parse_dev(s).unwrap()
+    }
+
+    /// F2FS's knobs are found under the partition's own name, and a
+    /// device without an F2FS directory (or a garbled value) has none.
+    #[test]
+    fn f2fs_hot_rules_are_read_under_the_mounted_partitions_name() {
+        let f = Fake::new();
+        let nvme = f.disk("nvme0n1", "259:0", Some((8, 1 << 20)));
+        f.part(&nvme, "nvme0n1p1", "259:1");
+        f.part(&nvme, "nvme0n1p2", "259:2");
+        for (p, hot) in [("nvme0n1p1", "16\n"), ("nvme0n1p2", "many\n")] {
+            let d = f.root().join("fs/f2fs").join(p);
+            std::fs::create_dir_all(&d).unwrap();
+            std::fs::write(d.join("min_hot_blocks"), hot).unwrap();
+            std::fs::write(d.join("min_fsync_blocks"), "8\n").unwrap();
+        }
+        let s = Sysfs::new(f.root());
+        assert_eq!(
+            s.f2fs_hot_rules(dev("259:1")),
+            Some(F2fsHotRules {
+                name: "nvme0n1p1".into(),
+                min_hot_blocks: 16,
+                min_fsync_blocks: 8
+            })
+        );
+        assert_eq!(s.f2fs_hot_rules(dev("259:2")), None, "garbled value");
+        assert_eq!(s.f2fs_hot_rules(dev("259:0")), None, "no F2FS there");
+        assert_eq!(s.f2fs_hot_rules(dev("8:0")), None, "no such device");
     }
 
     #[test]
