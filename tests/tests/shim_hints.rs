@@ -87,22 +87,54 @@ fn static_mapping_sets_the_mapped_hints() {
     assert_eq!(hints(&out), want);
 }
 
+/// A bad map line and a bad option are named, one line each, in the
+/// system log (here a socket of the test's, `PCSTREAM_SYSLOG`), never on
+/// the application's stderr; the shim goes on without the map.
 #[test]
-fn bad_mapping_is_named_and_ignored() {
+fn bad_mapping_is_named_in_the_system_log_and_ignored() {
     let bin = program("shim_paths", FP);
     let cfg = tempfile::tempdir().unwrap();
     let map = cfg.path().join("bad.map");
     std::fs::write(&map, "0123456789abcdef 1\nnot-a-signature 2\n").unwrap();
+    let log_path = cfg.path().join("log");
+    let log = std::os::unix::net::UnixDatagram::bind(&log_path).unwrap();
+    log.set_nonblocking(true).unwrap();
     let work = tempfile::tempdir().unwrap();
     let files = four_files(work.path());
     let o = Run::shim()
         .env(var::MAP, map.to_str().unwrap())
+        .env("PCSTREAM_FLUSH_MS", "soon")
+        .env("PCSTREAM_SYSLOG", log_path.to_str().unwrap())
         .output(&bin, &args(&files));
     assert!(o.status.success());
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(err.lines().count(), 1, "one line: {err}");
-    assert!(err.contains(&format!("{}:2", map.display())), "{err}");
+    assert_eq!(
+        String::from_utf8_lossy(&o.stderr),
+        "",
+        "the application's stderr"
+    );
+    let mut lines = Vec::new();
+    let mut b = [0u8; 4096];
+    while let Ok(n) = log.recv(&mut b) {
+        lines.push(String::from_utf8_lossy(&b[..n]).into_owned());
+    }
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    assert!(
+        lines.iter().all(|l| l.starts_with("<12>pcstream[")),
+        "{lines:?}"
+    );
+    assert!(lines[0].contains("PCSTREAM_FLUSH_MS=\"soon\""), "{lines:?}");
+    assert!(
+        lines[1].contains(&format!("{}:2", map.display())),
+        "{lines:?}"
+    );
     assert_eq!(hints(&String::from_utf8_lossy(&o.stdout)), vec![0, 0, 0, 0]);
+    // With PCSTREAM_DEBUG=1 the user asked for them on stderr as well.
+    let o = Run::shim()
+        .env(var::MAP, map.to_str().unwrap())
+        .env("PCSTREAM_DEBUG", "1")
+        .env("PCSTREAM_SYSLOG", log_path.to_str().unwrap())
+        .output(&bin, &args(&files));
+    assert!(String::from_utf8_lossy(&o.stderr).contains(&format!("{}:2", map.display())));
 }
 
 fn app_hint_events(t: &ProcessTrace) -> Vec<wire::AppHintEvent> {

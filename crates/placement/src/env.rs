@@ -34,6 +34,9 @@ pub const RUNTIME_DIR: &str = "PCSTREAM_RUNTIME_DIR";
 /// (default `/sys`): for tests, which need a device with write streams on a
 /// host that has none.
 pub const SYSFS: &str = "PCSTREAM_SYSFS";
+/// The system log's socket the shim sends its warnings to (default
+/// `/dev/log`; never the application's stderr).
+pub const SYSLOG: &str = "PCSTREAM_SYSLOG";
 /// `0` turns Java call paths off: JVM writes keep their native signatures.
 pub const JAVA: &str = "PCSTREAM_JAVA";
 /// Java frames per signature (1..=16, default 16; JDK I/O plumbing not counted).
@@ -52,6 +55,7 @@ pub const SHIM_VARS: &[&str] = &[
     FLUSH_MS,
     DEBUG,
     SYSFS,
+    SYSLOG,
     JAVA,
     JAVA_FRAMES,
 ];

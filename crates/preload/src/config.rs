@@ -1,7 +1,8 @@
 //! Environment options (`PCSTREAM_*`), read once by the library constructor.
 //!
-//! Parsing never fails the application: a bad value is reported on stderr
-//! (one line naming the variable) and the default is used. The variables and
+//! Parsing never fails the application: a bad value is reported to the
+//! system log (one line naming the variable, `syslog.rs`) and the default
+//! is used. The variables and
 //! their defaults are the contract documented in `docs/shim.md`.
 
 use pcstream_placement::env;
@@ -80,6 +81,9 @@ pub struct Config {
     /// `PCSTREAM_SYSFS`: where sysfs is (tests: a device with write
     /// streams on a host without one).
     pub sysfs: PathBuf,
+    /// `PCSTREAM_SYSLOG`: the system log's socket, where the shim's
+    /// warnings go (`syslog.rs`).
+    pub syslog: PathBuf,
 }
 
 impl Default for Config {
@@ -99,6 +103,7 @@ impl Default for Config {
             java: true,
             java_frames: MAX_FRAMES,
             sysfs: PathBuf::from("/sys"),
+            syslog: PathBuf::from(crate::syslog::DEFAULT_SYSLOG),
         }
     }
 }
@@ -152,6 +157,9 @@ impl Config {
         }
         if let Some(v) = get(env::SYSFS).filter(|v| !v.is_empty()) {
             c.sysfs = PathBuf::from(v);
+        }
+        if let Some(v) = get(env::SYSLOG).filter(|v| !v.is_empty()) {
+            c.syslog = PathBuf::from(v);
         }
         if let Some(v) = get(env::MAP).filter(|v| !v.is_empty()) {
             c.map = Some(PathBuf::from(v));

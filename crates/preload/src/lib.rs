@@ -59,6 +59,7 @@ pub(crate) mod signature;
 pub(crate) mod stack;
 pub(crate) mod state;
 pub(crate) mod sys;
+pub(crate) mod syslog;
 pub(crate) mod tls;
 pub(crate) mod track;
 

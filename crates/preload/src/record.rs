@@ -356,6 +356,23 @@ fn send_datagram(path: &[u8; PATH_CAP], iov: &[iovec]) -> bool {
     ok
 }
 
+/// Sends `bytes` as one datagram to the socket at `path` (the system log:
+/// `syslog.rs`), through a socket made for it; whether it went. Never
+/// waits (a full queue drops it after a few yields).
+pub(crate) fn send_datagram_to(path: &std::path::Path, bytes: &[u8]) -> bool {
+    let p = path.as_os_str().as_encoded_bytes();
+    if p.len() >= PATH_CAP || p.contains(&0) {
+        return false;
+    }
+    let mut b = [0u8; PATH_CAP];
+    b[..p.len()].copy_from_slice(p);
+    let iov = [iovec {
+        iov_base: bytes.as_ptr() as *mut c_void,
+        iov_len: bytes.len(),
+    }];
+    send_datagram(&b, &iov)
+}
+
 /// What a send through the connection socket came to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Conn {

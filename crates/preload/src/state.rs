@@ -255,7 +255,7 @@ pub unsafe fn init(argc: i32, argv: *const *const libc::c_char) {
     real::resolve_all();
     let (c, bad) = Config::from_env();
     for b in &bad {
-        eprintln!("{b}");
+        crate::syslog::warn(&c.syslog, c.debug, &b.to_string());
     }
     if c.disabled {
         HOT.state.store(PASSTHROUGH, Ordering::Release);
@@ -309,7 +309,7 @@ pub unsafe fn init(argc: i32, argv: *const *const libc::c_char) {
                 ));
                 hint::install_map(m);
             }
-            Err(e) => eprintln!("{e} (mapping ignored)"),
+            Err(e) => crate::syslog::warn(&c.syslog, c.debug, &format!("{e} (mapping ignored)")),
         }
     }
     crate::live::init(&c.runtime_dir, &c.socket, crate::clock::precise_ns());
