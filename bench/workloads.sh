@@ -158,7 +158,10 @@ postgres_pgbench() {
   as_user postgres "$bin/pg_ctl" -D "$d/data" -l "$d/server.log" -w \
     -o "-k $d -c listen_addresses='' -c max_wal_size=$4" start >/dev/null
   local c=(-h "$d" -U postgres)
-  as_user postgres "$bin/pgbench" "${c[@]}" -i -s "$1" -q postgres >/dev/null 2>&1
+  # pgbench -i reports its progress on stderr: kept in the data directory's
+  # neighbour, shown when it fails.
+  as_user postgres "$bin/pgbench" "${c[@]}" -i -s "$1" -q postgres >"$d/init.log" 2>&1 ||
+    { echo "workloads.sh: pgbench -i failed: $(tail -3 "$d/init.log")" >&2; exit 1; }
   as_user postgres "$bin/pgbench" "${c[@]}" -c "$3" -j 2 -t $(($2 / $3)) -n postgres >/dev/null
   as_user postgres "$bin/psql" "${c[@]}" -q -c VACUUM -c CHECKPOINT postgres
   as_user postgres "$bin/pg_ctl" -D "$d/data" -m fast -w stop >/dev/null
