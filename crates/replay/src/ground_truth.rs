@@ -4,6 +4,18 @@
 //! signature of the shim write that last wrote that file block and to the
 //! application's hint for that inode. Device writes no file owns are
 //! metadata or journal; discards become TRIMs.
+//!
+//! A file some process opened `O_DIRECT` is written to the device *during*
+//! the shim write that carries the data, and the shim stamps its event when
+//! the call returns: its device write comes first in the time order. For
+//! such a file the join keeps, per page, whether the page's latest shim
+//! write has reached the device yet; a device write of a page whose latest
+//! shim write already has is the next shim write's, and waits for it (at
+//! the end of the trace, a device write no shim write claimed keeps the
+//! page's last signature). Without this, an `O_DIRECT` page's device write
+//! carried its *previous* write's signature, and its first none (a single
+//! fio job with `direct=1`: 67 % of data pages signed, against 100 %
+//! buffered).
 
 use crate::deaths::finish;
 use crate::error::BuildError;
@@ -56,12 +68,25 @@ impl RevMap {
 struct FileState {
     page_sig: HashMap<u64, u64>,
     app_hint: u8,
+    /// `O_DIRECT` files only: what the module docs describe.
+    direct: Option<Box<DirectPages>>,
+}
+
+/// The join's state of an `O_DIRECT` file (see the module docs).
+#[derive(Default)]
+struct DirectPages {
+    /// Pages whose latest shim write has not reached the device yet.
+    unlanded: HashSet<u64>,
+    /// Device writes (logical pages) waiting for the next shim write of
+    /// their file page.
+    waiting: HashMap<u64, Vec<u64>>,
 }
 
 pub(crate) fn ground_truth(
     evs: impl Iterator<Item = Ev>,
     logical_pages: Option<u64>,
     mut mark_files: HashSet<(u64, u64)>,
+    direct_files: &HashSet<(u64, u64)>,
     ageing_events: usize,
 ) -> Result<Replay, BuildError> {
     let mut marks = Vec::new();
@@ -95,14 +120,14 @@ pub(crate) fn ground_truth(
                 rev.insert(x.device_block, u64::from(x.len_blocks), ino, x.file_block);
                 // Shim events held until the file system's device is known.
                 for e in pending_shim.drain(..) {
-                    shim_event(e, fs_dev, &mut files, &mut ops, &mut stats);
+                    shim_event(e, fs_dev, direct_files, &mut files, &mut ops, &mut stats);
                 }
             }
             e @ (Ev::ShimWrite(_) | Ev::ShimInvalidate(_) | Ev::AppHint(_)) => {
                 if fs_dev.is_none() {
                     pending_shim.push(e);
                 } else {
-                    shim_event(e, fs_dev, &mut files, &mut ops, &mut stats);
+                    shim_event(e, fs_dev, direct_files, &mut files, &mut ops, &mut stats);
                 }
             }
             Ev::Block(b) => {
@@ -116,13 +141,20 @@ pub(crate) fn ground_truth(
                             stats.write_pages += 1;
                             let attr = match rev.lookup(p) {
                                 Some((ino, lblk)) => {
-                                    let st = files.entry(ino).or_default();
-                                    let sig = st.page_sig.get(&lblk).copied();
+                                    let dev = fs_dev.unwrap_or(0);
+                                    let st = file_state(&mut files, direct_files, dev, ino);
                                     stats.data_pages += 1;
+                                    if let Some(d) = &mut st.direct {
+                                        if !d.unlanded.remove(&lblk) {
+                                            // The next shim write's.
+                                            d.waiting.entry(lblk).or_default().push(p);
+                                            continue;
+                                        }
+                                    }
+                                    let sig = st.page_sig.get(&lblk).copied();
                                     if sig.is_some() {
                                         stats.signed_pages += 1;
                                     }
-                                    let dev = fs_dev.unwrap_or(0);
                                     (Some((dev, ino)), lblk, sig, st.app_hint, WriteClass::Data)
                                 }
                                 None => {
@@ -151,6 +183,29 @@ pub(crate) fn ground_truth(
             }
         }
     }
+    // Device writes of O_DIRECT files no shim write claimed (its event
+    // lost, or the call failed after writing): the page's last signature.
+    let dev = fs_dev.unwrap_or(0);
+    let mut left: Vec<(u64, u64, u64)> = files
+        .iter_mut()
+        .filter_map(|(&ino, st)| Some((ino, st.direct.as_mut()?)))
+        .flat_map(|(ino, d)| {
+            d.waiting
+                .drain()
+                .flat_map(move |(lblk, lpns)| lpns.into_iter().map(move |p| (p, ino, lblk)))
+        })
+        .collect();
+    left.sort_unstable();
+    for (p, ino, lblk) in left {
+        let st = &files[&ino];
+        let sig = st.page_sig.get(&lblk).copied();
+        stats.signed_pages += u64::from(sig.is_some());
+        push_page(
+            &mut ops,
+            p,
+            (Some((dev, ino)), lblk, sig, st.app_hint, WriteClass::Data),
+        );
+    }
     if ageing_events > 0 && seen <= ageing_events {
         // Nothing after the start mark: everything was ageing.
         ageing_split = (ops.len(), stats.clone());
@@ -177,9 +232,23 @@ pub(crate) fn ground_truth(
     Ok(r)
 }
 
+/// The join's state of file `ino` on the traced file system `dev`.
+fn file_state<'a>(
+    files: &'a mut HashMap<u64, FileState>,
+    direct_files: &HashSet<(u64, u64)>,
+    dev: u64,
+    ino: u64,
+) -> &'a mut FileState {
+    files.entry(ino).or_insert_with(|| FileState {
+        direct: direct_files.contains(&(dev, ino)).then(Default::default),
+        ..Default::default()
+    })
+}
+
 fn shim_event(
     e: Ev,
     fs_dev: Option<u64>,
+    direct_files: &HashSet<(u64, u64)>,
     files: &mut HashMap<u64, FileState>,
     ops: &mut Vec<Op>,
     stats: &mut JoinStats,
@@ -188,12 +257,33 @@ fn shim_event(
         Ev::ShimWrite(w) => {
             stats.shim_writes += 1;
             let (dev, ino) = file_of(&w.file);
-            if Some(dev) != fs_dev || w.signature == 0 {
+            if Some(dev) != fs_dev {
                 return;
             }
-            let st = files.entry(ino).or_default();
+            let st = file_state(files, direct_files, dev, ino);
+            let sig = (w.signature != 0).then_some(w.signature);
             for p in pages_of(w.offset, w.len) {
-                st.page_sig.insert(p, w.signature);
+                if let Some(d) = &mut st.direct {
+                    match d.waiting.remove(&p) {
+                        // Its device writes came first: they are this write's.
+                        Some(lpns) => {
+                            for lpn in lpns {
+                                stats.signed_pages += u64::from(sig.is_some());
+                                push_page(
+                                    ops,
+                                    lpn,
+                                    (Some((dev, ino)), p, sig, st.app_hint, WriteClass::Data),
+                                );
+                            }
+                        }
+                        None => {
+                            d.unlanded.insert(p);
+                        }
+                    }
+                }
+                if let Some(s) = sig {
+                    st.page_sig.insert(p, s);
+                }
             }
         }
         Ev::AppHint(h) => {

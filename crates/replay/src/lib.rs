@@ -107,6 +107,9 @@ impl Replay {
         let name = path.display().to_string();
         let mut evs: Vec<(u64, u8, u64, Ev)> = Vec::new();
         let mut file_names = HashMap::new();
+        // Files some process opened O_DIRECT (the join attributes their
+        // device writes to the shim write that follows them).
+        let mut direct_files: HashSet<(u64, u64)> = HashSet::new();
         let mut device_size: Option<u64> = None;
         let mut workload_start: Option<u64> = None;
         let mut seq = 0u64;
@@ -134,6 +137,9 @@ impl Replay {
                             Some(Kind::Invalidate(i)) => push(&mut evs, t, Ev::ShimInvalidate(i)),
                             Some(Kind::AppHint(h)) => push(&mut evs, t, Ev::AppHint(h)),
                             Some(Kind::Open(o)) => {
+                                if o.flags & libc::O_DIRECT != 0 {
+                                    direct_files.insert(file_of(&o.file));
+                                }
                                 file_names.insert(file_of(&o.file), o.path);
                             }
                             _ => {}
@@ -162,7 +168,13 @@ impl Replay {
             let lp = device_size.map(|b| b / PAGE).or(opts.logical_pages);
             // Events before the workload's start mark are the ageing fill.
             let split = workload_start.map_or(0, |t| evs.partition_point(|e| e.0 < t));
-            ground_truth::ground_truth(evs.into_iter().map(|e| e.3), lp, mark_files, split)
+            ground_truth::ground_truth(
+                evs.into_iter().map(|e| e.3),
+                lp,
+                mark_files,
+                &direct_files,
+                split,
+            )
         } else {
             fs_alloc::allocate(
                 evs.into_iter().map(|e| e.3),

@@ -4,10 +4,11 @@
 
 use super::*;
 use crate::fs_alloc::{alloc_pass, allocate, Allocator};
-use crate::ground_truth::RevMap;
+use crate::ground_truth::{ground_truth, RevMap};
 use crate::source::Ev;
 use pcstream_placement::policies::PolicyConfig;
 use pcstream_placement::wire;
+use std::collections::HashSet;
 
 fn w(lpn: u64, pages: u32) -> Op {
     Op::Write {
@@ -376,4 +377,101 @@ fn pcstream_keeps_gc_streams_only_on_a_device_without_internal_streams() {
     named.pcstream.gc_streams = Some(1);
     assert_eq!(gc(&off, &named), Some(1));
     assert_eq!(gc(&on, &named), Some(1));
+}
+
+/// The ground-truth join of an `O_DIRECT` file: each device write is
+/// attributed to the shim write whose call it happened in, which the shim
+/// stamps after the device write (at the call's return); the pages of a
+/// coalesced run written after its event's time go with that event; a
+/// device write no shim write claims keeps the page's last signature. A
+/// buffered file keeps the old rule (the last shim write before).
+#[test]
+fn o_direct_device_writes_join_the_shim_write_they_happened_in() {
+    let extent = Ev::Extent(wire::ExtentMap {
+        file: Some(wire::FileId { dev: 1, ino: 5 }),
+        file_block: 0,
+        device_block: 100,
+        len_blocks: 8,
+        block_size: PAGE as u32,
+        ..Default::default()
+    });
+    let block = |page: u64, pages: u32| {
+        Ev::Block(wire::BlockRequest {
+            sector: page * (PAGE / 512),
+            nr_sectors: pages * (PAGE / 512) as u32,
+            op: wire::BlockOp::Write as i32,
+            ..Default::default()
+        })
+    };
+    let evs = vec![
+        extent,
+        // W1 (pages 0-1, signature 11): its device write, then its event.
+        block(100, 2),
+        shim_write(5, 0, 2 * PAGE, 11),
+        // W2 (page 0, 12), the same way.
+        block(100, 1),
+        shim_write(5, 0, PAGE, 12),
+        // A run of two calls coalesced into one event (pages 2-5, 13):
+        // the first call's pages reach the device before the event, the
+        // second's after it.
+        block(102, 2),
+        shim_write(5, 2 * PAGE, 4 * PAGE, 13),
+        block(104, 2),
+        // A device write no shim write claims: page 1 keeps 11.
+        block(101, 1),
+    ];
+    let sigs = |direct: &HashSet<(u64, u64)>| {
+        let r = ground_truth(
+            evs.clone().into_iter(),
+            Some(1024),
+            HashSet::new(),
+            direct,
+            0,
+        )
+        .unwrap();
+        let mut v = Vec::new();
+        for op in &r.ops {
+            if let Op::Write {
+                lpn,
+                pages,
+                signature,
+                ..
+            } = *op
+            {
+                v.extend((lpn..lpn + u64::from(pages)).map(|p| (p, signature)));
+            }
+        }
+        (v, r.stats.signed_pages)
+    };
+    let (direct, signed) = sigs(&HashSet::from([(1, 5)]));
+    assert_eq!(
+        direct,
+        vec![
+            (100, Some(11)),
+            (101, Some(11)),
+            (100, Some(12)),
+            (102, Some(13)),
+            (103, Some(13)),
+            (104, Some(13)),
+            (105, Some(13)),
+            (101, Some(11)),
+        ]
+    );
+    assert_eq!(signed, 8);
+    // Buffered: each device write takes the last shim write before it.
+    let (buffered, signed) = sigs(&HashSet::new());
+    assert_eq!(
+        buffered,
+        vec![
+            (100, None),
+            (101, None),
+            (100, Some(11)),
+            (102, None),
+            (103, None),
+            (104, Some(13)),
+            (105, Some(13)),
+            (101, Some(11)),
+        ]
+    );
+    assert_eq!(signed, 4);
 }
