@@ -63,6 +63,22 @@ pub struct PcStreamDual {
     streams: u32,
     /// Stream ids kept for GC copies by age (`gc_streams`), the last ones.
     gc_streams: u32,
+    /// Whether the GC streams are in use (the GC hook is offered): from
+    /// the start, or once copies reach [`GC_STREAMS_FROM`] of the
+    /// device's writes (GC streams on demand).
+    gc_on: bool,
+    /// Recent share of GC copies in the device's writes (decayed over
+    /// [`GC_SHARE_REPORTS`] device reports); `None` before the device's
+    /// first copy.
+    gc_share: Option<f64>,
+    /// Time of the latest write.
+    last_time: u64,
+    /// Stream ids the learners place in now.
+    host_n: u32,
+    /// whether `gc_streams` are kept on demand (the default).
+    on_demand: bool,
+    /// Device reports since the first with GC copies.
+    gc_seen: u32,
     /// The LBA learner's per-LBA write history, for the GC hook
     /// (`gc_streams` without `gc_age_only`).
     rates: Option<std::sync::Arc<std::sync::Mutex<WriteCounts>>>,
@@ -97,6 +113,19 @@ impl crate::placement::GcPlacement for AgeGc {
 
 /// Pages between two choices of [`PcStreamDual`]'s learner.
 pub const DECIDE_EVERY: u64 = 16384;
+
+/// Share of the device's writes (host pages + GC copies) that GC copies
+/// must reach for [`PcStreamDual`] to keep stream ids for them
+/// (GC streams on demand): half of what one of 8 data streams carries.
+/// Below it the ids hold more host lifetimes apart, and the device keeps
+/// no extra free blocks for a GC hook, which is worth more than keeping
+/// the few copies apart (docs/placement.md, "GC streams on demand").
+pub const GC_STREAMS_FROM: f64 = 1.0 / 16.0;
+
+/// Device reports ([`Placement::device_writes`]; the simulator's come
+/// every 64 MiB of host writes) the GC share is averaged over
+/// (exponential decay).
+pub const GC_SHARE_REPORTS: f64 = 4.0;
 
 /// Dead pages a stream's predicted device lifetime is taken over: a death
 /// weighs `e` times less than the one `DEVICE_WINDOW` deaths after it.
@@ -171,6 +200,7 @@ impl PcStreamDual {
             g if all > g.saturating_add(2) => g,
             _ => 0,
         };
+        let on_demand = gc_streams > 0;
         let streams = all - gc_streams;
         let wants_rates = gc_streams > 0 && !cfg.gc_age_only;
         let by_file = PcStream::new(
@@ -192,11 +222,18 @@ impl PcStreamDual {
         } else {
             None
         };
-        let n = Placement::streams(&by_file) as usize;
+        // Every id the learners may come to use (GC streams on demand).
+        let n = all as usize;
         PcStreamDual {
             gc_by_age,
             streams: all,
             gc_streams,
+            gc_on: gc_streams > 0 && !on_demand,
+            gc_share: None,
+            last_time: 0,
+            host_n: streams,
+            on_demand,
+            gc_seen: 0,
             placed_for_now: Default::default(),
             uses_lba_now: Default::default(),
             by_file,
@@ -209,6 +246,64 @@ impl PcStreamDual {
             next_decision: DECIDE_EVERY,
             switches: 0,
             rates,
+        }
+    }
+
+    /// Keeps the GC streams (`gc_streams`) from the start, whatever the
+    /// GC copies' share (as before GC streams on demand, for comparison).
+    pub fn gc_streams_from_start(mut self) -> Self {
+        self.on_demand = false;
+        self.gc_on = self.gc_streams > 0;
+        self
+    }
+
+    /// Whether GC copies go to GC streams of their own now (`gc_streams`,
+    /// from the start or, GC streams on demand, once they are frequent).
+    pub fn gc_streams_on(&self) -> bool {
+        self.gc_on
+    }
+
+    /// Stream ids the learners place host data in now (ids `0..`).
+    pub fn host_streams(&self) -> u32 {
+        self.host_n
+    }
+
+    fn set_host_streams(&mut self, n: u32) {
+        if n != self.host_n {
+            self.host_n = n;
+            self.by_file.set_streams(n, self.last_time);
+            self.by_lba.set_streams(n, self.last_time);
+        }
+    }
+
+    /// With GC streams on demand, at each device report: the GC
+    /// copies' share of the device's writes, averaged over the reports
+    /// since the device's first copy (decayed over [`GC_SHARE_REPORTS`]).
+    /// Once it reaches [`GC_STREAMS_FROM`] the last `gc_streams` ids go to
+    /// the copies for good (the simulator asks for the GC hook again after
+    /// the report and gets it). If it is still below after
+    /// [`GC_SHARE_REPORTS`] reports, the learners take those ids for host
+    /// data meanwhile (re-clustering at once).
+    fn watch_gc(&mut self, host_pages: u64, gc_pages: u64) {
+        if !self.on_demand || self.gc_on || host_pages + gc_pages == 0 {
+            return;
+        }
+        if gc_pages == 0 && self.gc_seen == 0 {
+            // The device has not collected yet.
+            return;
+        }
+        self.gc_seen += 1;
+        let x = gc_pages as f64 / (host_pages + gc_pages) as f64;
+        let share = match self.gc_share {
+            None => x,
+            Some(s) => s + (x - s) / GC_SHARE_REPORTS,
+        };
+        self.gc_share = Some(share);
+        if share >= GC_STREAMS_FROM {
+            self.gc_on = true;
+            self.set_host_streams(self.streams - self.gc_streams);
+        } else if f64::from(self.gc_seen) >= GC_SHARE_REPORTS {
+            self.set_host_streams(self.streams);
         }
     }
 
@@ -334,8 +429,10 @@ impl Placement for PcStreamDual {
     }
 
     fn place(&mut self, w: &WriteCtx) -> StreamId {
-        let a = self.by_file.place(w);
-        let b = self.by_lba.place(w);
+        self.last_time = w.time;
+        let top = self.host_streams() - 1;
+        let a = self.by_file.place(w).min(top);
+        let b = self.by_lba.place(w).min(top);
         for k in 0..u64::from(w.pages) {
             let lpn = w.lpn.saturating_add(k);
             if lpn >= SCORED_PAGES {
@@ -378,6 +475,10 @@ impl Placement for PcStreamDual {
 
     fn gc_placement(&mut self) -> Option<Box<dyn crate::placement::GcPlacement + Send>> {
         if self.gc_streams > 0 {
+            if !self.gc_on {
+                // Asked again after each device report.
+                return None;
+            }
             let ages = AgeClasses::new(self.streams - self.gc_streams, self.gc_streams);
             return Some(Box::new(match &self.rates {
                 Some(r) => ages.with_rates(std::sync::Arc::clone(r)),
@@ -391,10 +492,19 @@ impl Placement for PcStreamDual {
         })
     }
 
+    fn device_writes(&mut self, host_pages: u64, gc_pages: u64) {
+        self.watch_gc(host_pages, gc_pages);
+    }
+
     fn counters(&self) -> Vec<(&'static str, u64)> {
         let mut c = self.placing().counters();
         c.push(("placed_by_lba", u64::from(self.use_lba)));
         c.push(("view_switches", self.switches));
+        c.push(("gc_streams_on", u64::from(self.gc_streams_on())));
+        c.push((
+            "gc_share_permille",
+            self.gc_share.map_or(0, |x| (x * 1000.0).round() as u64),
+        ));
         c
     }
 }
@@ -432,7 +542,7 @@ mod tests {
         };
         let mut c = cfg();
         c.gc_streams = Some(2);
-        let mut p = PcStreamDual::new(6, c);
+        let mut p = PcStreamDual::new(6, c).gc_streams_from_start();
         assert_eq!(p.streams(), 6);
         let used = drive(&mut p);
         assert!(used.iter().all(|&s| s < 4), "host streams {used:?}");
@@ -452,7 +562,7 @@ mod tests {
         let mut c = cfg();
         c.gc_streams = Some(2);
         c.gc_age_only = true;
-        let mut by_age = PcStreamDual::new(6, c);
+        let mut by_age = PcStreamDual::new(6, c).gc_streams_from_start();
         drive(&mut by_age);
         let mut hook = by_age.gc_placement().expect("a GC hook");
         for i in 0..16 {
@@ -464,6 +574,70 @@ mod tests {
         assert!(q.gc_placement().is_none());
         let used = drive(&mut q);
         assert!(used.iter().any(|&s| s >= 4), "host streams {used:?}");
+    }
+
+    /// GC streams on demand (the default): the GC streams are kept while
+    /// the device has not collected and once GC copies reach
+    /// [`GC_STREAMS_FROM`] of its writes; where copies stay rare for
+    /// [`GC_SHARE_REPORTS`] reports, the learners place host data in
+    /// those ids too, and no GC hook is offered until copies grow
+    /// frequent.
+    #[test]
+    fn the_dual_keeps_gc_streams_only_while_gc_copies_are_frequent() {
+        // Six signatures rewriting regions of 4 .. 4096 pages in turn.
+        let drive = |p: &mut PcStreamDual, from: u64, to: u64| {
+            let mut used = std::collections::BTreeSet::new();
+            for step in from..to {
+                let sig = 1 + step % 6;
+                let span = 4u64 << (2 * (sig - 1));
+                let w = WriteCtx {
+                    time: step,
+                    lpn: sig * 100_000 + (step / 6) % span,
+                    pages: 1,
+                    signature: Some(sig),
+                    ..Default::default()
+                };
+                used.insert(p.place(&w));
+            }
+            used
+        };
+        let mut c = cfg();
+        c.gc_streams = Some(2);
+        let mut p = PcStreamDual::new(6, c.clone());
+        let used = drive(&mut p, 0, 30_000);
+        assert!(used.iter().all(|&s| s < 4), "host streams {used:?}");
+        // No GC yet: nothing decided.
+        p.device_writes(16_384, 0);
+        assert_eq!(p.host_streams(), 4);
+        assert!(p.gc_placement().is_none());
+        // Copies at 1% of the writes: after GC_SHARE_REPORTS reports the
+        // learners take every id, still without a hook.
+        for i in 0..GC_SHARE_REPORTS as u32 {
+            assert_eq!(p.host_streams(), 4, "report {i}");
+            p.device_writes(16_220, 164);
+        }
+        assert_eq!(p.host_streams(), 6);
+        assert!(!p.gc_streams_on());
+        assert!(p.gc_placement().is_none());
+        let used = drive(&mut p, 30_000, 60_000);
+        assert!(used.iter().any(|&s| s >= 4), "host streams {used:?}");
+        // Copies a third of the writes: the GC streams come back for good.
+        p.device_writes(10_000, 5_000);
+        assert!(p.gc_streams_on());
+        assert_eq!(p.host_streams(), 4);
+        assert!(p.gc_placement().is_some());
+        let used = drive(&mut p, 60_000, 90_000);
+        assert!(used.iter().all(|&s| s < 4), "host streams {used:?}");
+        p.device_writes(16_384, 0);
+        assert!(p.gc_streams_on());
+
+        // Frequent from the first copies: the hook at once.
+        let mut q = PcStreamDual::new(6, c);
+        drive(&mut q, 0, 30_000);
+        q.device_writes(12_000, 4_000);
+        assert!(q.gc_streams_on());
+        assert!(q.gc_placement().is_some());
+        assert_eq!(q.host_streams(), 4);
     }
 
     /// Files deleted at once whose blocks the file system reuses only much

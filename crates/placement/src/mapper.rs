@@ -258,6 +258,28 @@ impl Mapper {
         }
     }
 
+    /// Re-clusters at once into `streams − 1` clusters (a device whose
+    /// stream ids the policy now shares with something else: the dual's
+    /// GC streams). Keys mapped above the new top stream are re-placed
+    /// by this clustering; with stable ids the others keep their streams
+    /// where the order allows.
+    pub fn set_streams(&mut self, streams: u32, lm: &LifetimeManager, now: u64) {
+        let clusters = streams.saturating_sub(1) as usize;
+        if clusters == self.clusters {
+            return;
+        }
+        self.clusters = clusters;
+        let feats = self.features(lm, now);
+        if feats.is_empty() {
+            // Nothing learnt yet: only forget placements above the top.
+            self.assign.retain(|_, s| (*s as usize) <= clusters);
+            self.centroids.truncate(clusters);
+            self.generation += 1;
+            return;
+        }
+        self.recluster(&feats);
+    }
+
     /// Clusters `key` with the signatures, in one more cluster than there
     /// are data streams, and maps `key`'s cluster to stream 0 (see the
     /// module docs). `key` itself is not in [`Mapper::table`].

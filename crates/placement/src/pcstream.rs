@@ -56,7 +56,9 @@ pub struct PcStreamConfig {
     /// learners place host data in the others. `None`: the simulator
     /// decides for its device (3 without internal streams, 0 with);
     /// `Some(0)` leaves GC copies to the device. Ignored when fewer than
-    /// two data streams would be left. Default `None`.
+    /// two data streams would be left. Default `None`. The dual keeps them
+    /// only while GC copies are frequent (`PcStreamDual`, "GC streams on
+    /// demand" in docs/placement.md).
     pub gc_streams: Option<u32>,
     /// With `gc_streams`: place a GC copy by its age alone (SepBIT's
     /// estimate), not by the larger of its age and its address's write
@@ -260,6 +262,15 @@ impl PcStream {
         let mut p = PcStream::new(streams, cfg.into_paper());
         p.name = "pcstream-paper";
         p
+    }
+
+    /// Places into `streams` stream ids from now on (the dual gives some
+    /// of its ids to GC copies, or takes them back), re-clustering at once
+    /// at `now`.
+    pub(crate) fn set_streams(&mut self, streams: u32, now: u64) {
+        let streams = streams.max(1);
+        self.streams = streams;
+        self.mapper.set_streams(streams, &self.lm, now);
     }
 
     /// The per-LBA write history of an LBA-keyed learner, kept from now on

@@ -57,10 +57,19 @@ pub trait Placement {
     /// A companion that places the device's GC copies, for policies that
     /// decide GC placement too (SepBIT). The simulator installs it as its
     /// GC hook; `None` (the default) keeps the device's own GC placement
-    /// (internal streams, or back into the victim's stream).
+    /// (internal streams, or back into the victim's stream). Until a
+    /// policy returns one, the simulator asks again after each
+    /// [`Placement::device_writes`] report (pcstream takes GC streams only
+    /// once GC copies are frequent); once installed, it stays.
     fn gc_placement(&mut self) -> Option<Box<dyn GcPlacement + Send>> {
         None
     }
+
+    /// The device's writes since the previous report: `host_pages` from
+    /// the host, `gc_pages` copied by garbage collection. The simulator
+    /// reports every [`DEVICE_REPORT_PAGES`] host pages. Ignored by
+    /// default.
+    fn device_writes(&mut self, _host_pages: u64, _gc_pages: u64) {}
 
     /// Named counters for reports (e.g. pcstream's signatures and
     /// re-clusterings), in a fixed order. Empty by default.
@@ -68,6 +77,10 @@ pub trait Placement {
         Vec::new()
     }
 }
+
+/// Host pages between two [`Placement::device_writes`] reports of the
+/// simulator (64 MiB).
+pub const DEVICE_REPORT_PAGES: u64 = 16384;
 
 /// Placement of garbage-collection copies, for the simulator's GC hook
 /// (see [`Placement::gc_placement`]). Times are the device's host clock

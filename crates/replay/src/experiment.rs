@@ -5,7 +5,7 @@
 
 use crate::error::{ReplayError, RunError};
 use crate::ops::Replay;
-use crate::pass::{run_pass, MakePolicy, PolicySlot, RunCounters};
+use crate::pass::{run_pass, DeviceFeedback, MakePolicy, PolicySlot, RunCounters};
 use crate::sizing::{aged_ssd, layout, DeviceLayout, DeviceSpec};
 use ftl_sim::Stats;
 use pcstream_placement::policies::{self, PolicyConfig};
@@ -84,9 +84,10 @@ pub fn simulate(job: &Job<'_>, policy_cfg: &PolicyConfig) -> Result<RunResult, R
     let make = || policies::build(&job.policy, &cfg).map_err(|e| bad(e.into()));
     let mut policy = make()?;
     let mut ssd = aged_ssd(job.replay, &layout).map_err(|e| bad(e.into()))?;
-    if let Some(hook) = policy.gc_placement() {
-        ssd.set_gc_placement(hook);
-    }
+    // The policy's GC hook, now or (asked again after each device report)
+    // once it has one.
+    let mut fb = DeviceFeedback::default();
+    fb.ask_hook(policy.as_mut(), &mut ssd);
     let mode = job.replay.run_mode;
     let fresh: Option<MakePolicy<'_>> = if mode.clear_at_marks {
         Some(&make)
@@ -100,14 +101,30 @@ pub fn simulate(job: &Job<'_>, policy_cfg: &PolicyConfig) -> Result<RunResult, R
     let mut clock = 0;
     for _ in 0..mode.warmup_passes {
         let mut scratch = RunCounters::for_streams(job.spec.streams);
-        clock = run_pass(job.replay, &mut slot, fresh, &mut ssd, clock, &mut scratch)?;
+        clock = run_pass(
+            job.replay,
+            &mut slot,
+            fresh,
+            &mut ssd,
+            clock,
+            &mut scratch,
+            &mut fb,
+        )?;
     }
     if mode.warmup_passes > 0 {
         ssd.reset_stats();
     }
     let t0 = std::time::Instant::now();
     let mut counters = RunCounters::for_streams(ssd.config().streams);
-    run_pass(job.replay, &mut slot, fresh, &mut ssd, clock, &mut counters)?;
+    run_pass(
+        job.replay,
+        &mut slot,
+        fresh,
+        &mut ssd,
+        clock,
+        &mut counters,
+        &mut fb,
+    )?;
     let seconds = t0.elapsed().as_secs_f64();
     let policy_counters = slot
         .get()

@@ -7,7 +7,7 @@
 use crate::error::ReplayError;
 use crate::ops::{Op, Replay, WriteClass};
 use ftl_sim::Ssd;
-use pcstream_placement::placement::{Placement, StreamId, WriteCtx};
+use pcstream_placement::placement::{Placement, StreamId, WriteCtx, DEVICE_REPORT_PAGES};
 
 /// What one replay run measured, beyond the device's own statistics.
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
@@ -19,7 +19,9 @@ pub struct RunCounters {
 }
 
 /// Replays `replay` into `ssd`, placing every page with `policy` (one pass,
-/// [`Replay::run_mode`] not applied: see [`crate::simulate`]).
+/// [`Replay::run_mode`] not applied: see [`crate::simulate`]). The policy
+/// hears the device's writes ([`Placement::device_writes`]); its GC hook
+/// is the caller's to install.
 pub fn run(
     replay: &Replay,
     policy: &mut dyn Placement,
@@ -30,8 +32,62 @@ pub fn run(
         base: policy,
         fresh: None,
     };
-    run_pass(replay, &mut slot, None, ssd, 0, &mut c)?;
+    let mut fb = DeviceFeedback {
+        hooked: true,
+        ..DeviceFeedback::default()
+    };
+    run_pass(replay, &mut slot, None, ssd, 0, &mut c, &mut fb)?;
     Ok(c)
+}
+
+/// What the simulated device tells the policy during a run: its writes
+/// since the previous report ([`Placement::device_writes`], every
+/// [`DEVICE_REPORT_PAGES`] host pages), and, until the policy has given
+/// a GC hook, a new request for one after each report.
+#[derive(Debug, Default)]
+pub(crate) struct DeviceFeedback {
+    /// Whether a GC hook is installed (or the caller installs it).
+    pub(crate) hooked: bool,
+    /// Device counters at the previous report.
+    host: u64,
+    gc: u64,
+}
+
+impl DeviceFeedback {
+    /// Installs the policy's GC hook if it has one now.
+    pub(crate) fn ask_hook(&mut self, policy: &mut dyn Placement, ssd: &mut Ssd) {
+        if !self.hooked {
+            if let Some(h) = policy.gc_placement() {
+                // With a hook the device keeps one more free block per
+                // stream (`Ssd::set_gc_placement`): collect up to that
+                // first, as its own GC would have had it been there from
+                // the start, so a hook installed mid-run finds the
+                // blocks its copies may open.
+                let want = u64::from(ssd.config().gc_free_blocks + ssd.config().streams);
+                while ssd.block_counts().free < want {
+                    match ssd.gc_step() {
+                        Ok(true) => {}
+                        _ => break,
+                    }
+                }
+                ssd.set_gc_placement(h);
+                self.hooked = true;
+            }
+        }
+    }
+
+    fn report(&mut self, policy: &mut dyn Placement, ssd: &mut Ssd) {
+        let st = ssd.stats();
+        if st.host_pages < self.host || st.gc_pages < self.gc {
+            // The counters were reset (end of the warm-up passes).
+            self.host = 0;
+            self.gc = 0;
+        }
+        policy.device_writes(st.host_pages - self.host, st.gc_pages - self.gc);
+        self.host = st.host_pages;
+        self.gc = st.gc_pages;
+        self.ask_hook(policy, ssd);
+    }
 }
 
 impl RunCounters {
@@ -72,39 +128,50 @@ pub(crate) fn run_pass(
     ssd: &mut Ssd,
     clock0: u64,
     c: &mut RunCounters,
+    fb: &mut DeviceFeedback,
 ) -> Result<u64, ReplayError> {
     let streams = ssd.config().streams;
-    drive_pass(replay, slot, fresh, streams, clock0, |ev| match ev {
-        PassEvent::Page {
-            index, lpn, stream, ..
-        } => {
-            ssd.write(lpn, stream)
-                .map_err(|source| ReplayError::Sim { index, source })?;
-            c.pages_per_stream[stream as usize] += 1;
-            if stream == 0 {
-                c.stream0_pages += 1;
-            }
-            Ok(())
-        }
-        PassEvent::Trim { index, lpn, pages } => {
-            // Only pages the replay writes: the others may hold the
-            // cold data of the ageing, which the workload never frees.
-            let mut p = lpn;
-            while p < lpn + pages {
-                if !replay.touches(p) {
-                    p += 1;
-                    continue;
-                }
-                let start = p;
-                while p < lpn + pages && replay.touches(p) {
-                    p += 1;
-                }
-                ssd.trim(start, p - start)
+    drive_pass(
+        replay,
+        slot,
+        fresh,
+        streams,
+        clock0,
+        |ev, policy| match ev {
+            PassEvent::Page {
+                index, lpn, stream, ..
+            } => {
+                ssd.write(lpn, stream)
                     .map_err(|source| ReplayError::Sim { index, source })?;
+                if ssd.clock().is_multiple_of(DEVICE_REPORT_PAGES) {
+                    fb.report(policy, ssd);
+                }
+                c.pages_per_stream[stream as usize] += 1;
+                if stream == 0 {
+                    c.stream0_pages += 1;
+                }
+                Ok(())
             }
-            Ok(())
-        }
-    })
+            PassEvent::Trim { index, lpn, pages } => {
+                // Only pages the replay writes: the others may hold the
+                // cold data of the ageing, which the workload never frees.
+                let mut p = lpn;
+                while p < lpn + pages {
+                    if !replay.touches(p) {
+                        p += 1;
+                        continue;
+                    }
+                    let start = p;
+                    while p < lpn + pages && replay.touches(p) {
+                        p += 1;
+                    }
+                    ssd.trim(start, p - start)
+                        .map_err(|source| ReplayError::Sim { index, source })?;
+                }
+                Ok(())
+            }
+        },
+    )
 }
 
 /// What [`drive_pass`] reports to its sink.
@@ -138,15 +205,16 @@ pub(crate) enum PassEvent {
 /// Drives the policy through one pass of the replay (see [`run_pass`]):
 /// every write is placed page by page, TRIMs and file invalidations are
 /// told to the policy, and `sink` hears each placed page (its stream
-/// clamped to the device's `streams`) and each TRIM — the device
-/// simulation, or a breakdown that needs no device ([`crate::signatures`]).
+/// clamped to the device's `streams`) and each TRIM, with the policy
+/// placing now — the device simulation, or a breakdown that needs no
+/// device ([`crate::signatures`]).
 pub(crate) fn drive_pass(
     replay: &Replay,
     slot: &mut PolicySlot<'_>,
     fresh: Option<MakePolicy<'_>>,
     streams: u32,
     clock0: u64,
-    mut sink: impl FnMut(PassEvent) -> Result<(), ReplayError>,
+    mut sink: impl FnMut(PassEvent, &mut dyn Placement) -> Result<(), ReplayError>,
 ) -> Result<u64, ReplayError> {
     let mut clock = clock0;
     let mut next_mark = 0usize;
@@ -188,15 +256,19 @@ pub(crate) fn drive_pass(
                         app_hint,
                         death: replay.death(k).map(|d| d + clock0),
                     };
-                    let stream: StreamId = slot.get().place(&ctx).min(streams - 1);
-                    sink(PassEvent::Page {
-                        index,
-                        lpn: lpn + i,
-                        stream,
-                        k,
-                        signature,
-                        class,
-                    })?;
+                    let policy = slot.get();
+                    let stream: StreamId = policy.place(&ctx).min(streams - 1);
+                    sink(
+                        PassEvent::Page {
+                            index,
+                            lpn: lpn + i,
+                            stream,
+                            k,
+                            signature,
+                            class,
+                        },
+                        policy,
+                    )?;
                     clock += 1;
                 }
             }
@@ -207,7 +279,7 @@ pub(crate) fn drive_pass(
                     slot.get().trim(lpn + done, n, op_time(index, clock));
                     done += u64::from(n);
                 }
-                sink(PassEvent::Trim { index, lpn, pages })?;
+                sink(PassEvent::Trim { index, lpn, pages }, slot.get())?;
             }
             Op::InvalidateFile {
                 file,

@@ -206,7 +206,7 @@ fn each_measured_page(
             base: &mut *policy,
             fresh: None,
         };
-        drive_pass(r, &mut slot, None, streams, pass * n, |ev| {
+        drive_pass(r, &mut slot, None, streams, pass * n, |ev, _| {
             if let PassEvent::Page {
                 stream,
                 k,

@@ -475,3 +475,98 @@ fn o_direct_device_writes_join_the_shim_write_they_happened_in() {
     );
     assert_eq!(signed, 4);
 }
+
+/// A policy whose GC hook exists only once the device reports GC copies
+/// (as pcstream's GC streams on demand): host data by address into
+/// streams 1..=5, copies round robin into 6..=8 once hooked.
+struct LateHook {
+    reports: u64,
+    reported_gc: u64,
+    asked: u64,
+}
+
+struct RoundRobin(u32);
+
+impl pcstream_placement::GcPlacement for RoundRobin {
+    fn collected(&mut self, _: Option<u32>, _: u64, _: u64) {}
+    fn place_gc(&mut self, _: Option<u32>, _: u64, _: u64, _: u64) -> u32 {
+        self.0 += 1;
+        6 + self.0 % 3
+    }
+}
+
+impl pcstream_placement::Placement for LateHook {
+    fn name(&self) -> &str {
+        "late-hook"
+    }
+    fn streams(&self) -> u32 {
+        9
+    }
+    fn place(&mut self, w: &pcstream_placement::WriteCtx) -> u32 {
+        1 + (w.lpn % 5) as u32
+    }
+    fn device_writes(&mut self, _host: u64, gc: u64) {
+        self.reports += 1;
+        self.reported_gc += gc;
+    }
+    fn gc_placement(&mut self) -> Option<Box<dyn pcstream_placement::GcPlacement + Send>> {
+        self.asked += 1;
+        (self.reported_gc > 0).then(|| Box::new(RoundRobin(0)) as _)
+    }
+}
+
+/// The simulator reports the device's writes to the policy every
+/// `DEVICE_REPORT_PAGES` host pages and asks for a GC hook again after
+/// each report until it gets one. Installed mid-run on a full device
+/// under GC, the hook's extra free blocks are collected first (without,
+/// its copies ran out of free blocks: "no free block left for a write
+/// frontier").
+#[test]
+fn a_gc_hook_can_arrive_mid_run_on_a_device_under_gc() {
+    use pcstream_placement::placement::DEVICE_REPORT_PAGES;
+    let logical = 16_384u64;
+    let mut x = 7u64;
+    let mut ops = Vec::new();
+    for _ in 0..12 * logical {
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        // Skewed: a quarter of the space takes most of the writes.
+        let p = if (x >> 60) < 12 {
+            (x >> 20) % (logical / 4)
+        } else {
+            (x >> 20) % logical
+        };
+        ops.push(w(p, 1));
+    }
+    let r = Replay::from_ops(ops, logical, Source::FsAlloc).unwrap();
+    let spec = DeviceSpec {
+        prefill: 0.0,
+        ..DeviceSpec::default()
+    };
+    let l = layout(&r, &spec).unwrap();
+    let mut ssd = aged_ssd(&r, &l).unwrap();
+    let mut policy = LateHook {
+        reports: 0,
+        reported_gc: 0,
+        asked: 0,
+    };
+    let mut fb = pass::DeviceFeedback::default();
+    fb.ask_hook(&mut policy, &mut ssd);
+    assert!(!fb.hooked);
+    let mut slot = pass::PolicySlot {
+        base: &mut policy,
+        fresh: None,
+    };
+    let mut c = pass::RunCounters::for_streams(9);
+    pass::run_pass(&r, &mut slot, None, &mut ssd, 0, &mut c, &mut fb).unwrap();
+    assert!(fb.hooked, "hook installed once GC copied");
+    let st = ssd.stats();
+    assert!(st.gc_pages > 0);
+    // Streams 6..=8 get no host data: their blocks hold the hook's copies.
+    let gc_blocks: u64 = st.per_stream[6..9].iter().map(|s| s.blocks_opened).sum();
+    assert!(gc_blocks > 0, "the hook placed copies: {:?}", st.per_stream);
+    assert_eq!(policy.reports, 12 * logical / DEVICE_REPORT_PAGES);
+    assert!(policy.asked > 1 && policy.asked <= policy.reports + 1);
+    ssd.check_invariants().unwrap();
+}
