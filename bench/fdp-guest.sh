@@ -33,7 +33,7 @@ check() {
   name=$1; shift
   if "$@" >/tmp/out 2>&1; then echo "CHECK $name ok"; else echo "CHECK $name FAIL"; tail -c 1500 /tmp/out | sed 's/^/  | /'; fi
 }
-info "kernel $(uname -r), $(nvme version 2>&1 | head -1), db_bench $(db_bench --version 2>&1 | head -1), sqlite3 $(sqlite3 --version | cut -d' ' -f1), $(fio --version)"
+info "kernel $(uname -r), $(nvme version 2>&1 | head -1), db_bench $(db_bench --version 2>&1 | head -1), sqlite3 $(sqlite3 --version | cut -d' ' -f1), $(fio --version), $(ls /usr/lib/postgresql/*/bin/postgres 2>/dev/null | sort -V | tail -1 | xargs -r sh -c '$0 --version')"
 info "runs=$RUNS scale=$SCALE cases=$CASES"
 
 # Sizes: quick (a smoke pass, minutes) and full (the device ages: several
@@ -46,18 +46,21 @@ info "runs=$RUNS scale=$SCALE cases=$CASES"
 # checkpoint); full: 1 GiB.
 if [ "$SCALE" = quick ]; then
   CAP=256M; RDB_CAP=384M; RDB_KEYS=100000; RDB_OPS=250000; SQL_ROWS=100000; SQL_TXNS=400
-  RAW_MIB=32; RAW_ROUNDS=40; FIO_SIZE=256M; FIO_IO=768M
+  RAW_MIB=32; RAW_ROUNDS=40; FIO_SIZE=256M; FIO_IO=768M; PG_SCALE=5; PG_TXNS=20000; PG_WAL=64MB
 else
   CAP=1G; RDB_CAP=1G; RDB_KEYS=400000; RDB_OPS=1000000; SQL_ROWS=400000; SQL_TXNS=1600
-  RAW_MIB=128; RAW_ROUNDS=160; FIO_SIZE=1024M; FIO_IO=3G
+  RAW_MIB=128; RAW_ROUNDS=160; FIO_SIZE=1024M; FIO_IO=3G; PG_SCALE=20; PG_TXNS=80000; PG_WAL=128MB
 fi
 # Any size overridden by name (bench/fdp.sh --set NAME=VALUE: fdp.NAME=VALUE).
 # CP_INTERVAL: F2FS's checkpoint interval in seconds (sysfs cp_interval;
 # unset: F2FS's 60). A segment F2FS's cleaner or a deleted file frees comes
 # back at the next checkpoint, so with RocksDB's deletes a shorter one lets
 # the file system run fuller before it reports no space.
-CP_INTERVAL=
-for v in CAP RDB_CAP RDB_KEYS RDB_OPS SQL_ROWS SQL_TXNS RAW_MIB RAW_ROUNDS FIO_SIZE FIO_IO CP_INTERVAL; do
+# F2FS_MIN_HOT: F2FS's min_hot_blocks and min_fsync_blocks (unset: the
+# kernel's 16 and 8): at 0 an fsync'ed file's data keeps its hint's
+# temperature instead of going to the hot log (docs/nvme.md).
+CP_INTERVAL= F2FS_MIN_HOT=
+for v in CAP RDB_CAP RDB_KEYS RDB_OPS SQL_ROWS SQL_TXNS RAW_MIB RAW_ROUNDS FIO_SIZE FIO_IO CP_INTERVAL PG_SCALE PG_TXNS PG_WAL F2FS_MIN_HOT; do
   o=$(arg "$v"); [ -n "$o" ] && { eval "$v=\$o"; info "$v=$o (set)"; }
 done
 POLICIES=$(arg policies)
@@ -86,7 +89,9 @@ fs_up() { # f2fs | ext4
   mkdir -p /mnt/d
   case $1 in
     f2fs) mkfs.f2fs -f -q "$NS" >/dev/null && mount -t f2fs "$NS" /mnt/d &&
-      if [ -n "$CP_INTERVAL" ]; then echo "$CP_INTERVAL" >"/sys/fs/f2fs/${NS#/dev/}/cp_interval"; fi ;;
+      if [ -n "$CP_INTERVAL" ]; then echo "$CP_INTERVAL" >"/sys/fs/f2fs/${NS#/dev/}/cp_interval"; fi &&
+      if [ -n "$F2FS_MIN_HOT" ]; then for k in min_hot_blocks min_fsync_blocks; do
+        echo "$F2FS_MIN_HOT" >"/sys/fs/f2fs/${NS#/dev/}/$k"; done; fi ;;
     ext4) mkfs.ext4 -q -F "$NS" >/dev/null && mount -t ext4 "$NS" /mnt/d ;;
   esac
 }
@@ -128,6 +133,38 @@ wl_sqlite() { # an in-place updater: 1000-byte rows updated at random, rollback 
     done
   } >/tmp/sql.txt
   $PRE sqlite3 "$1/db.sqlite" </tmp/sql.txt >/tmp/wl.log 2>&1
+}
+# PostgreSQL (the Debian package's newest server in the guest): a private
+# server on DIR, owned by the package's `postgres` user, with 16 MiB of
+# shared buffers so that backends, the background writer and the
+# checkpointer all write table pages, and checkpoints every PG_WAL of WAL.
+# pgbench -i -s PG_SCALE, then PG_TXNS TPC-B transactions from 4 clients,
+# then VACUUM and CHECKPOINT. The server is this shell's child (not
+# daemonised by pg_ctl), so its writes count in the row's app bytes. On
+# F2FS its data files reach the device with their hints: the checkpointer
+# writes them back in runs (sync_file_range) before its fsync; the WAL is
+# fdatasync'ed, which F2FS sends to its hot log whatever the hint
+# (docs/nvme.md).
+wl_postgres() {
+  pgd=$1/pg; pgb=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)
+  mkdir -p "$pgd" /tmp/pgsock && chown postgres "$pgd" /tmp/pgsock
+  as_pg() { setpriv --reuid=postgres --regid=postgres --clear-groups $PRE "$@"; }
+  as_pg "$pgb/initdb" -D "$pgd/data" >/tmp/wl.log 2>&1 || return 1
+  as_pg "$pgb/postgres" -D "$pgd/data" -k /tmp/pgsock -c listen_addresses= -c shared_buffers=16MB \
+    -c max_wal_size=$PG_WAL -c min_wal_size=32MB -c checkpoint_timeout=30s >>/tmp/wl.log 2>&1 &
+  pgpid=$!
+  i=0; until as_pg "$pgb/pg_isready" -q -h /tmp/pgsock; do i=$((i + 1)); [ $i -gt 120 ] && return 1; sleep 1; done
+  as_pg "$pgb/pgbench" -h /tmp/pgsock -q -i -s $PG_SCALE postgres >>/tmp/wl.log 2>&1 &&
+    as_pg "$pgb/pgbench" -h /tmp/pgsock -c 4 -t $((PG_TXNS / 4)) -P 60 postgres >>/tmp/wl.log 2>&1 &&
+    as_pg "$pgb/psql" -h /tmp/pgsock -q -c VACUUM -c CHECKPOINT postgres >>/tmp/wl.log 2>&1
+  rc=$?
+  info "postgres: $(grep -E '^(tps|latency average|number of transactions actually)' /tmp/wl.log | tr '\n' ';')" >&2
+  # A fast shutdown (its checkpoint included), bounded: pg_ctl waits for
+  # the server to exit; a server that does not gets SIGKILL.
+  as_pg "$pgb/pg_ctl" -D "$pgd/data" -m fast -w -t 300 stop >>/tmp/wl.log 2>&1 ||
+    { info "postgres: no clean stop: $(ps -o pid,stat,args -u postgres | tr '\n' ';')" >&2; kill -KILL $pgpid; rc=1; }
+  wait $pgpid
+  return $rc
 }
 wl_rawlife() { $PRE rawlife "$1" $RAW_ROUNDS $RAW_MIB $RAW_MIB 8 >/tmp/wl.log 2>&1; }
 wl_fio() { # two jobs of different hotness on one namespace, through two call paths (pwrite, pwritev2)
@@ -208,6 +245,7 @@ policies() { # the rows of a case, in order (hand-placed after pcstream: its map
   case $1 in
     f2fs-rocksdb) all="none app-hints pcstream pcstream-2 hand-placed" ;;
     ext4-rocksdb) all="none app-hints pcstream" ;; # the control: one RUH whatever the policy
+    f2fs-postgres) all="none pcstream pcstream-2" ;;
     *) all="none pcstream pcstream-2 hand-placed" ;;
   esac
   for p in $all; do

@@ -15,10 +15,11 @@
 # hand-placed; hand-placed takes its map from a pcstream row before it);
 # --set overrides one of the scale's sizes (CAP, RDB_CAP, RDB_KEYS,
 # RDB_OPS, SQL_ROWS, SQL_TXNS, RAW_MIB, RAW_ROUNDS, FIO_SIZE, FIO_IO,
-# CP_INTERVAL: F2FS's checkpoint interval; see bench/fdp-guest.sh), e.g.
-# --set RDB_CAP=320M.
+# PG_SCALE, PG_TXNS, PG_WAL; CP_INTERVAL: F2FS's checkpoint interval;
+# F2FS_MIN_HOT: its min_hot_blocks and min_fsync_blocks; see
+# bench/fdp-guest.sh), e.g. --set RDB_CAP=320M.
 #
-# Cases: f2fs-rocksdb, f2fs-sqlite, raw-rawlife, raw-fio, ext4-rocksdb
+# Cases: f2fs-rocksdb, f2fs-sqlite, f2fs-postgres, raw-rawlife, raw-fio, ext4-rocksdb
 # (the negative control: ext4 carries no hint to an NVMe device). Needs
 # root (the guest is built with debootstrap, like tests/qemu/run.sh, whose
 # machinery it uses with its own cache: target/qemu-bench-cache). Not part
@@ -36,10 +37,10 @@ while [ $# -gt 0 ]; do
     --policies) policies=$2; shift 2 ;;
     --set)
       case $2 in
-        CAP=*|RDB_CAP=*|RDB_KEYS=*|RDB_OPS=*|SQL_ROWS=*|SQL_TXNS=*|RAW_MIB=*|RAW_ROUNDS=*|FIO_SIZE=*|FIO_IO=*|CP_INTERVAL=*) ;;
-        *) echo "fdp.sh: --set takes NAME=VALUE with NAME one of CAP RDB_CAP RDB_KEYS RDB_OPS SQL_ROWS SQL_TXNS RAW_MIB RAW_ROUNDS FIO_SIZE FIO_IO CP_INTERVAL, not '$2'" >&2; exit 2 ;;
+        CAP=*|RDB_CAP=*|RDB_KEYS=*|RDB_OPS=*|SQL_ROWS=*|SQL_TXNS=*|RAW_MIB=*|RAW_ROUNDS=*|FIO_SIZE=*|FIO_IO=*|CP_INTERVAL=*|PG_SCALE=*|PG_TXNS=*|PG_WAL=*|F2FS_MIN_HOT=*) ;;
+        *) echo "fdp.sh: --set takes NAME=VALUE with NAME one of CAP RDB_CAP RDB_KEYS RDB_OPS SQL_ROWS SQL_TXNS RAW_MIB RAW_ROUNDS FIO_SIZE FIO_IO CP_INTERVAL PG_SCALE PG_TXNS PG_WAL F2FS_MIN_HOT, not '$2'" >&2; exit 2 ;;
       esac
-      case ${2#*=} in ''|*[!0-9MG]*) echo "fdp.sh: --set $2: the value must be a number of bytes with an optional M or G" >&2; exit 2 ;; esac
+      case ${2#*=} in ''|*[!0-9MGB]*) echo "fdp.sh: --set $2: the value must be a number of bytes with an optional M or G" >&2; exit 2 ;; esac
       sets="$sets fdp.$2"; shift 2 ;;
     --render-only) render_only=1; shift ;;
     -h|--help) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
@@ -54,8 +55,8 @@ for p in ${policies//,/ }; do
   esac
 done
 for c in ${cases//,/ }; do
-  case $c in f2fs-rocksdb|f2fs-sqlite|raw-rawlife|raw-fio|ext4-rocksdb) ;;
-    *) echo "fdp.sh: unknown case '$c' (f2fs-rocksdb, f2fs-sqlite, raw-rawlife, raw-fio, ext4-rocksdb)" >&2; exit 2 ;;
+  case $c in f2fs-rocksdb|f2fs-sqlite|f2fs-postgres|raw-rawlife|raw-fio|ext4-rocksdb) ;;
+    *) echo "fdp.sh: unknown case '$c' (f2fs-rocksdb, f2fs-sqlite, f2fs-postgres, raw-rawlife, raw-fio, ext4-rocksdb)" >&2; exit 2 ;;
   esac
 done
 mkdir -p "$out"
@@ -64,7 +65,7 @@ if [ "$render_only" = 0 ]; then
   [ "$(id -u)" = 0 ] || { echo "fdp.sh: needs root (debootstrap and chroot build the guest)" >&2; exit 1; }
   start=$(date +%s)
   # Hours of guest time at full scale: the boot's timeout is generous.
-  QEMU_CACHE=$cache QEMU_PACKAGES=rocksdb-tools,sqlite3,fio QEMU_INIT=$root/bench/fdp-guest.sh \
+  QEMU_CACHE=$cache QEMU_PACKAGES=rocksdb-tools,sqlite3,fio,postgresql QEMU_INIT=$root/bench/fdp-guest.sh \
     QEMU_APPEND="fdp.runs=$runs fdp.scale=$scale fdp.cases=$cases${policies:+ fdp.policies=$policies}$sets" QEMU_MEM=6144 \
     QEMU_TIMEOUT=$((6 * 3600)) QEMU_BOOTS=nvme \
     "$root/tests/qemu/run.sh" | grep -v '^RESULT' || true
