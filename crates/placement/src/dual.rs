@@ -119,7 +119,7 @@ pub const DECIDE_EVERY: u64 = 16384;
 /// (GC streams on demand): half of what one of 8 data streams carries.
 /// Below it the ids hold more host lifetimes apart, and the device keeps
 /// no extra free blocks for a GC hook, which is worth more than keeping
-/// the few copies apart (docs/placement.md, "GC streams on demand").
+/// the few copies apart (docs/placement-log.md, "GC streams on demand").
 pub const GC_STREAMS_FROM: f64 = 1.0 / 16.0;
 
 /// Device reports ([`Placement::device_writes`]; the simulator's come

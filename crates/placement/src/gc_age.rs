@@ -28,7 +28,7 @@
 //! SQLite traces 44% of `pcstream`'s GC copies were copies of pages copied
 //! before (mixed-sqlite-gcc r1, internal streams off); the interval took
 //! mixed-sqlite-gcc from 1.675 to 1.626 and sqlite-tpcc from 1.361 to
-//! 1.330 (mean of 3 recordings, docs/placement.md), about a third of what
+//! 1.330 (mean of 3 recordings, docs/placement-log.md), about a third of what
 //! placing each copy by its true remaining lifetime would give.
 //!
 //! A device with internal streams separates GC copies from host data by

@@ -13,7 +13,7 @@
 //! and ndarray — `pcstream` (built from [`lifetime`] and `mapper`) and
 //! `oracle`; `policies::build` makes any of them by name. The shim depends on
 //! this crate without default features and gets only the plain types.
-//! docs/placement.md lists every parameter and why it was chosen.
+//! docs/placement.md lists every parameter; docs/placement-log.md why each was chosen.
 //!
 //! This crate does no I/O on its own beyond trace files, spawns no threads and
 //! owns no sockets: the daemon and the CLI do that.

@@ -58,7 +58,7 @@ pub struct PcStreamConfig {
     /// `Some(0)` leaves GC copies to the device. Ignored when fewer than
     /// two data streams would be left. Default `None`. The dual keeps them
     /// only while GC copies are frequent (`PcStreamDual`, "GC streams on
-    /// demand" in docs/placement.md).
+    /// demand" in docs/placement-log.md).
     pub gc_streams: Option<u32>,
     /// With `gc_streams`: place a GC copy by its age alone (SepBIT's
     /// estimate), not by the larger of its age and its address's write
