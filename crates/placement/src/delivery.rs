@@ -383,8 +383,7 @@ impl Sysfs {
     /// `fs/f2fs/<name>` directory, `name` the partition's or disk's
     /// kernel name); `None` where sysfs has no such directory.
     pub fn f2fs_hot_rules(&self, dev: u64) -> Option<F2fsHotRules> {
-        let link = self.root.join("dev/block").join(dev_name(dev));
-        let dir = std::fs::canonicalize(link).ok()?;
+        let dir = self.node_dir(dev)?;
         let name = dir.file_name()?.to_string_lossy().into_owned();
         let f = self.root.join("fs/f2fs").join(&name);
         let get = |n: &str| {
@@ -399,10 +398,14 @@ impl Sysfs {
         })
     }
 
+    /// The sysfs directory of device `dev` itself (a partition's own).
+    fn node_dir(&self, dev: u64) -> Option<PathBuf> {
+        std::fs::canonicalize(self.root.join("dev/block").join(dev_name(dev))).ok()
+    }
+
     /// The whole-disk directory behind device `dev` (a partition's parent).
     fn disk_dir(&self, dev: u64) -> Option<PathBuf> {
-        let link = self.root.join("dev/block").join(dev_name(dev));
-        let dir = std::fs::canonicalize(link).ok()?;
+        let dir = self.node_dir(dev)?;
         Some(if dir.join("partition").exists() {
             dir.parent()?.to_path_buf()
         } else {

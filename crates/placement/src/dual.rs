@@ -514,6 +514,29 @@ mod tests {
     use super::*;
     use crate::pcstream::tests::{cfg, write};
 
+    /// Steps `steps` of six signatures rewriting regions of 4 .. 4096
+    /// pages in turn (lifetimes ×4 apart), one page per step at time
+    /// `step`; the streams `p` placed them in.
+    fn six_signatures(
+        p: &mut PcStreamDual,
+        steps: std::ops::Range<u64>,
+    ) -> std::collections::BTreeSet<StreamId> {
+        let mut used = std::collections::BTreeSet::new();
+        for step in steps {
+            let sig = 1 + step % 6;
+            let span = 4u64 << (2 * (sig - 1));
+            let w = WriteCtx {
+                time: step,
+                lpn: sig * 100_000 + (step / 6) % span,
+                pages: 1,
+                signature: Some(sig),
+                ..Default::default()
+            };
+            used.insert(p.place(&w));
+        }
+        used
+    }
+
     /// With `gc_streams`, the dual keeps the last stream ids for the
     /// device's GC copies: host writes land below them, and the GC hook
     /// sends a copy younger than the victims' mean lifespan to the first
@@ -521,25 +544,7 @@ mod tests {
     /// and host data may use every stream.
     #[test]
     fn the_dual_keeps_gc_streams_for_copies_by_age() {
-        let drive = |p: &mut PcStreamDual| {
-            let mut used = std::collections::BTreeSet::new();
-            for step in 0..60_000u64 {
-                // Six signatures rewriting regions of 4 .. 4096 pages in
-                // turn: lifetimes ×4 apart.
-                let sig = 1 + step % 6;
-                let span = 4u64 << (2 * (sig - 1));
-                let lpn = sig * 100_000 + (step / 6) % span;
-                let w = WriteCtx {
-                    time: step,
-                    lpn,
-                    pages: 1,
-                    signature: Some(sig),
-                    ..Default::default()
-                };
-                used.insert(p.place(&w));
-            }
-            used
-        };
+        let drive = |p: &mut PcStreamDual| six_signatures(p, 0..60_000);
         let mut c = cfg();
         c.gc_streams = Some(2);
         let mut p = PcStreamDual::new(6, c).gc_streams_from_start();
@@ -584,23 +589,7 @@ mod tests {
     /// frequent.
     #[test]
     fn the_dual_keeps_gc_streams_only_while_gc_copies_are_frequent() {
-        // Six signatures rewriting regions of 4 .. 4096 pages in turn.
-        let drive = |p: &mut PcStreamDual, from: u64, to: u64| {
-            let mut used = std::collections::BTreeSet::new();
-            for step in from..to {
-                let sig = 1 + step % 6;
-                let span = 4u64 << (2 * (sig - 1));
-                let w = WriteCtx {
-                    time: step,
-                    lpn: sig * 100_000 + (step / 6) % span,
-                    pages: 1,
-                    signature: Some(sig),
-                    ..Default::default()
-                };
-                used.insert(p.place(&w));
-            }
-            used
-        };
+        let drive = |p: &mut PcStreamDual, from: u64, to: u64| six_signatures(p, from..to);
         let mut c = cfg();
         c.gc_streams = Some(2);
         let mut p = PcStreamDual::new(6, c.clone());

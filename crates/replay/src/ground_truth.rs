@@ -199,12 +199,7 @@ pub(crate) fn ground_truth(
     for (p, ino, lblk) in left {
         let st = &files[&ino];
         let sig = st.page_sig.get(&lblk).copied();
-        stats.signed_pages += u64::from(sig.is_some());
-        push_page(
-            &mut ops,
-            p,
-            (Some((dev, ino)), lblk, sig, st.app_hint, WriteClass::Data),
-        );
+        push_data_page(&mut ops, &mut stats, p, (dev, ino), lblk, sig, st.app_hint);
     }
     if ageing_events > 0 && seen <= ageing_events {
         // Nothing after the start mark: everything was ageing.
@@ -230,6 +225,25 @@ pub(crate) fn ground_truth(
         .collect();
     r.ageing = ageing;
     Ok(r)
+}
+
+/// An `O_DIRECT` file's device write, attributed after its turn (module
+/// docs): counted as signed when it is, and pushed.
+fn push_data_page(
+    ops: &mut Vec<Op>,
+    stats: &mut JoinStats,
+    lpn: u64,
+    file: (u64, u64),
+    file_page: u64,
+    sig: Option<u64>,
+    app_hint: u8,
+) {
+    stats.signed_pages += u64::from(sig.is_some());
+    push_page(
+        ops,
+        lpn,
+        (Some(file), file_page, sig, app_hint, WriteClass::Data),
+    );
 }
 
 /// The join's state of file `ino` on the traced file system `dev`.
@@ -268,12 +282,7 @@ fn shim_event(
                         // Its device writes came first: they are this write's.
                         Some(lpns) => {
                             for lpn in lpns {
-                                stats.signed_pages += u64::from(sig.is_some());
-                                push_page(
-                                    ops,
-                                    lpn,
-                                    (Some((dev, ino)), p, sig, st.app_hint, WriteClass::Data),
-                                );
+                                push_data_page(ops, stats, lpn, (dev, ino), p, sig, st.app_hint);
                             }
                         }
                         None => {
