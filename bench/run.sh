@@ -246,8 +246,19 @@ for wl in "${workloads[@]}"; do
     mv "$out/times.tmp" "$out/record-times.tsv"
     echo "== record $wl ($scale, $size device, recording $r of $repeats)" >&2
     t0=$(date +%s%N)
-    "$ctl" record --force --device-trace --device-size "$size" -o "$out/$wl/r$r" -- \
-      bash "$here/workloads.sh" "$wl" "$scale" 2> >(tail -3 >&2)
+    # The recorder's and the workload's stderr go to a log beside the
+    # recording: its tail is shown, and all of it when the recording fails.
+    log="$out/$wl/r$r.log"
+    mkdir -p "$out/$wl"
+    if ! "$ctl" record --force --device-trace --device-size "$size" -o "$out/$wl/r$r" -- \
+      bash "$here/workloads.sh" "$wl" "$scale" 2>"$log"; then
+      tail -20 "$log" >&2
+      # Not a recording: --resume must make it again.
+      rm -rf "${out:?}/$wl/r$r"
+      echo "bench/run.sh: recording $wl/r$r failed (log: $log)" >&2
+      exit 1
+    fi
+    tail -3 "$log" >&2
     ms=$(( ($(date +%s%N) - t0) / 1000000 ))
     printf '%s\t%s\n' "$wl/r$r" "$ms" >>"$out/record-times.tsv"
   done
