@@ -3,14 +3,19 @@
 # QEMU_INIT): each case of the FDP bench on a fresh `pcstreamctl target`
 # (8 RUHs of 1 MiB, 7 % over-provisioning) through the guest kernel's
 # nvme-tcp host. Per row it prints one line on the console:
-#   RESULT case=C policy=P run=N host=B media=B app=B write_bytes=B secs=S ruh=B,B,…
+#   RESULT case=C scale=S policy=P run=N host=B media=B app=B write_bytes=B secs=S ruh=B,B,…
 # host/media: the device's own counters (`nvme fdp stats`: host and media
 # bytes written) over the workload alone (after mkfs and mount, through
 # the final sync); app: the bytes the workload's processes passed to write
 # calls (wchar of the /proc/self/io of a subshell, which takes in its reaped
 # children's; write_bytes, the page-cache bytes it dirtied, beside it);
-# ruh: per-RUH host bytes at the target's exit (mkfs included).
-# Kernel arguments: fdp.runs=N fdp.scale=quick|full fdp.cases=a,b,…
+# ruh: per-RUH host bytes at the target's exit (mkfs included); ruhgc:
+# per-RUH bytes the device's GC copied (by the RUH the host wrote them to).
+# An F2FS row adds what F2FS did on its own: fspeak/fssize (KiB used at the
+# fullest, sampled every 2 s, and the file system's size), ssr (blocks F2FS
+# wrote into the holes of used segments: slack space recycling), gcmoved
+# (blocks its cleaning copied, foreground and background) and gccalls.
+# Kernel arguments: fdp.runs=N fdp.scale=quick|aged|full fdp.cases=a,b,…
 export PATH=/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 mount -t proc proc /proc
 mount -t sysfs sys /sys
@@ -21,6 +26,7 @@ ip link set lo up
 modprobe nvme-tcp
 modprobe ext4 2>/dev/null
 modprobe f2fs 2>/dev/null
+mount -t debugfs none /sys/kernel/debug 2>/dev/null # F2FS's status (SSR blocks)
 arg() { sed -n "s/.* fdp\.$1=\([^ ]*\).*/\1/p" </proc/cmdline | tr -d '\n'; }
 RUNS=$(arg runs); RUNS=${RUNS:-3}
 SCALE=$(arg scale); SCALE=${SCALE:-full}
@@ -36,7 +42,7 @@ check() {
 info "kernel $(uname -r), $(nvme version 2>&1 | head -1), db_bench $(db_bench --version 2>&1 | head -1), sqlite3 $(sqlite3 --version | cut -d' ' -f1), $(fio --version), $(ls /usr/lib/postgresql/*/bin/postgres 2>/dev/null | sort -V | tail -1 | xargs -r sh -c '$0 --version')"
 info "runs=$RUNS scale=$SCALE cases=$CASES"
 
-# Sizes: quick (a smoke pass, minutes) and full (the device ages: several
+# Sizes: quick (a smoke pass, minutes), aged (below) and full (the device ages: several
 # times its capacity written).
 # Both fill the namespace past half with live data and write two to four
 # times its capacity, so that GC (the device's, and F2FS's own cleaning)
@@ -44,9 +50,18 @@ info "runs=$RUNS scale=$SCALE cases=$CASES"
 # space amplification, 100k keys ran F2FS out of space at 82 % used on 256
 # MiB, where a deleted SST's segments come back only at F2FS's next
 # checkpoint); full: 1 GiB.
-if [ "$SCALE" = quick ]; then
+# aged: quick, but RocksDB on 288 MiB with at most 12 L0 files (its
+# writes stall at 8), so that F2FS runs near full without running out of
+# space: RocksDB's space in use peaks at twice its live data (56 SSTs, 200
+# MiB, with db_bench's default L0 limits of 20/36 files: 326 MiB of 382
+# at 384 MiB, out of space at 288 and 320 MiB and with a 112 MiB file of
+# static data beside it on 384). With the limit, F2FS peaks at 94 % used
+# and writes a quarter of its data into the holes of used segments (SSR).
+RDB_L0=
+if [ "$SCALE" = quick ] || [ "$SCALE" = aged ]; then
   CAP=256M; RDB_CAP=384M; RDB_KEYS=100000; RDB_OPS=250000; SQL_ROWS=100000; SQL_TXNS=400
   RAW_MIB=32; RAW_ROUNDS=40; FIO_SIZE=256M; FIO_IO=768M; PG_SCALE=5; PG_TXNS=20000; PG_WAL=64MB
+  [ "$SCALE" = aged ] && { RDB_CAP=288M; RDB_L0=12; }
 else
   CAP=1G; RDB_CAP=1G; RDB_KEYS=400000; RDB_OPS=1000000; SQL_ROWS=400000; SQL_TXNS=1600
   RAW_MIB=128; RAW_ROUNDS=160; FIO_SIZE=1024M; FIO_IO=3G; PG_SCALE=20; PG_TXNS=80000; PG_WAL=128MB
@@ -59,8 +74,10 @@ fi
 # F2FS_MIN_HOT: F2FS's min_hot_blocks and min_fsync_blocks (unset: the
 # kernel's 16 and 8): at 0 an fsync'ed file's data keeps its hint's
 # temperature instead of going to the hot log (docs/nvme.md).
+# RDB_L0: db_bench's level0_stop_writes_trigger (its slowdown trigger 4
+# below; unset: db_bench's 36 and 20).
 CP_INTERVAL= F2FS_MIN_HOT=
-for v in CAP RDB_CAP RDB_KEYS RDB_OPS SQL_ROWS SQL_TXNS RAW_MIB RAW_ROUNDS FIO_SIZE FIO_IO CP_INTERVAL PG_SCALE PG_TXNS PG_WAL F2FS_MIN_HOT; do
+for v in CAP RDB_CAP RDB_KEYS RDB_OPS RDB_L0 SQL_ROWS SQL_TXNS RAW_MIB RAW_ROUNDS FIO_SIZE FIO_IO CP_INTERVAL PG_SCALE PG_TXNS PG_WAL F2FS_MIN_HOT; do
   o=$(arg "$v"); [ -n "$o" ] && { eval "$v=\$o"; info "$v=$o (set)"; }
 done
 POLICIES=$(arg policies)
@@ -81,6 +98,7 @@ dev_down() {
   nvme disconnect -n $NQN >/dev/null 2>&1
   kill -TERM $TPID; wait $TPID
   RUH=$(tr -d ' \n' </tmp/target.json | sed 's/.*"ruh_host_bytes":\[\([^]]*\)\].*/\1/')
+  RUHGC=$(tr -d ' \n' </tmp/target.json | sed -n 's/.*"ruh_gc_bytes":\[\([^]]*\)\].*/\1/p')
 }
 stats() { # "host media" from the device's FDP statistics log
   nvme fdp stats "$CTRL" -e 1 -o json | tr -d ' \n"' | sed 's/.*hbmw:\([0-9]*\).*mbmw:\([0-9]*\).*/\1 \2/'
@@ -117,7 +135,8 @@ wl_rocksdb() { # fillrandom of RDB_KEYS keys, then RDB_OPS overwrites of them
   set -- "$1" --db="$1/db" --wal_dir="$1/db" --use_direct_io_for_flush_and_compaction=true \
     --num=$RDB_KEYS --value_size=1000 --compression_type=none \
     --write_buffer_size=4194304 --target_file_size_base=4194304 \
-    --max_bytes_for_level_base=16777216 --statistics=0 --histogram=0 --threads=1
+    --max_bytes_for_level_base=16777216 --statistics=0 --histogram=0 --threads=1 \
+    ${RDB_L0:+--level0_slowdown_writes_trigger=$((RDB_L0 - 4)) --level0_stop_writes_trigger=$RDB_L0}
   shift
   $PRE db_bench "$@" --benchmarks=fillrandom >/tmp/wl.log 2>&1 &&
     $PRE db_bench "$@" --benchmarks=overwrite --use_existing_db=1 --writes=$RDB_OPS >>/tmp/wl.log 2>&1
@@ -213,6 +232,13 @@ row() { # case policy run
     hand-placed) PRE="env LD_PRELOAD=$SHIM PCSTREAM_MAP=/tmp/hand.map" ;;
   esac
   if [ "$fs" = raw ]; then target=$NS; else fs_up "$fs"; target=/mnt/d; fi
+  fsx=
+  if [ "$fs" = f2fs ]; then # the file system's fullest, every 2 s
+    echo 0 >/tmp/fspeak
+    ( mx=0; while :; do u=$(df -k /mnt/d | awk 'NR == 2 { print $3 }')
+        [ "${u:-0}" -gt $mx ] && { mx=$u; echo $mx >/tmp/fspeak; }; sleep 2; done ) &
+    SPID=$!
+  fi
   set -- $(stats); h0=$1; m0=$2
   t0=$(date +%s)
   # The workload in a subshell that, once its children are reaped, reads
@@ -224,6 +250,14 @@ row() { # case policy run
   rc=$?
   app=${io% *}; wb=${io#* }
   [ "$fs" = raw ] || sync
+  if [ "$fs" = f2fs ]; then
+    kill $SPID; wait $SPID 2>/dev/null
+    sd=/sys/fs/f2fs/${NS#/dev/}
+    fsx=" fspeak=$(cat /tmp/fspeak) fssize=$(df -k /mnt/d | awk 'NR == 2 { print $2 }')"
+    fsx="$fsx ssr=$(sed -n 's/.*SSR: *\([0-9]*\) blocks.*/\1/p' /sys/kernel/debug/f2fs/status 2>/dev/null | head -1)"
+    fsx="$fsx gcmoved=$(( $(cat $sd/moved_blocks_foreground 2>/dev/null || echo 0) + $(cat $sd/moved_blocks_background 2>/dev/null || echo 0) ))"
+    fsx="$fsx gccalls=$(( $(cat $sd/gc_foreground_calls 2>/dev/null || echo 0) + $(cat $sd/gc_background_calls 2>/dev/null || echo 0) ))"
+  fi
   # The hints the files ended with (the application's, the shim's or none).
   [ "$fs" = raw ] || info "$c $p hints: $(for f in $(find /mnt/d -type f | head -400); do lifewrite gethint "$f"; done | sort | uniq -c | tr -s ' \n' ' ')"
   set -- $(stats); h1=$1; m1=$2
@@ -238,7 +272,7 @@ row() { # case policy run
   esac
   [ "$fs" = raw ] || umount /mnt/d
   dev_down
-  echo "RESULT case=$c policy=$p run=$n host=$((h1 - h0)) media=$((m1 - m0)) app=$app write_bytes=$wb secs=$secs ruh=$RUH"
+  echo "RESULT case=$c scale=$SCALE policy=$p run=$n host=$((h1 - h0)) media=$((m1 - m0)) app=$app write_bytes=$wb secs=$secs ruh=$RUH${RUHGC:+ ruhgc=$RUHGC}$fsx"
 }
 
 policies() { # the rows of a case, in order (hand-placed after pcstream: its map comes from there)

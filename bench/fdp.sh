@@ -7,15 +7,17 @@
 # device's own counters (`nvme fdp stats`). Writes docs/results-fdp.md and
 # docs/results/fdp.svg (bench/fdp_render.py).
 #
-#   sudo bench/fdp.sh [--runs N] [--scale quick|full] [--cases a,b,...]
+#   sudo bench/fdp.sh [--runs N] [--scale quick|aged|full] [--cases a,b,...]
 #                     [--policies p,q,...] [--set NAME=VALUE]...
 #                     [--out DIR] [--render-only]
 #
 # --policies keeps only those rows (none, app-hints, pcstream, pcstream-2,
 # hand-placed; hand-placed takes its map from a pcstream row before it);
-# --set overrides one of the scale's sizes (CAP, RDB_CAP, RDB_KEYS,
-# RDB_OPS, SQL_ROWS, SQL_TXNS, RAW_MIB, RAW_ROUNDS, FIO_SIZE, FIO_IO,
-# PG_SCALE, PG_TXNS, PG_WAL; CP_INTERVAL: F2FS's checkpoint interval;
+# --scale aged is quick with RocksDB near full (288 MiB, at most 12 L0
+# files: F2FS peaks at 94 % used). --set overrides one of the scale's
+# sizes (CAP, RDB_CAP, RDB_KEYS, RDB_OPS, SQL_ROWS, SQL_TXNS, RAW_MIB,
+# RAW_ROUNDS, FIO_SIZE, FIO_IO, PG_SCALE, PG_TXNS, PG_WAL; RDB_L0:
+# RocksDB's L0 stop trigger; CP_INTERVAL: F2FS's checkpoint interval;
 # F2FS_MIN_HOT: its min_hot_blocks and min_fsync_blocks; see
 # bench/fdp-guest.sh), e.g. --set RDB_CAP=320M.
 #
@@ -37,17 +39,17 @@ while [ $# -gt 0 ]; do
     --policies) policies=$2; shift 2 ;;
     --set)
       case $2 in
-        CAP=*|RDB_CAP=*|RDB_KEYS=*|RDB_OPS=*|SQL_ROWS=*|SQL_TXNS=*|RAW_MIB=*|RAW_ROUNDS=*|FIO_SIZE=*|FIO_IO=*|CP_INTERVAL=*|PG_SCALE=*|PG_TXNS=*|PG_WAL=*|F2FS_MIN_HOT=*) ;;
-        *) echo "fdp.sh: --set takes NAME=VALUE with NAME one of CAP RDB_CAP RDB_KEYS RDB_OPS SQL_ROWS SQL_TXNS RAW_MIB RAW_ROUNDS FIO_SIZE FIO_IO CP_INTERVAL PG_SCALE PG_TXNS PG_WAL F2FS_MIN_HOT, not '$2'" >&2; exit 2 ;;
+        CAP=*|RDB_CAP=*|RDB_KEYS=*|RDB_OPS=*|RDB_L0=*|SQL_ROWS=*|SQL_TXNS=*|RAW_MIB=*|RAW_ROUNDS=*|FIO_SIZE=*|FIO_IO=*|CP_INTERVAL=*|PG_SCALE=*|PG_TXNS=*|PG_WAL=*|F2FS_MIN_HOT=*) ;;
+        *) echo "fdp.sh: --set takes NAME=VALUE with NAME one of CAP RDB_CAP RDB_KEYS RDB_OPS RDB_L0 SQL_ROWS SQL_TXNS RAW_MIB RAW_ROUNDS FIO_SIZE FIO_IO CP_INTERVAL PG_SCALE PG_TXNS PG_WAL F2FS_MIN_HOT, not '$2'" >&2; exit 2 ;;
       esac
       case ${2#*=} in ''|*[!0-9MGB]*) echo "fdp.sh: --set $2: the value must be a number of bytes with an optional M or G" >&2; exit 2 ;; esac
       sets="$sets fdp.$2"; shift 2 ;;
     --render-only) render_only=1; shift ;;
-    -h|--help) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "fdp.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
-case $scale in quick|full) ;; *) echo "fdp.sh: --scale must be quick or full, not '$scale'" >&2; exit 2 ;; esac
+case $scale in quick|aged|full) ;; *) echo "fdp.sh: --scale must be quick, aged or full, not '$scale'" >&2; exit 2 ;; esac
 case $runs in ''|*[!0-9]*|0) echo "fdp.sh: --runs must be a positive number, not '$runs'" >&2; exit 2 ;; esac
 for p in ${policies//,/ }; do
   case $p in none|app-hints|pcstream|pcstream-2|hand-placed) ;;

@@ -197,8 +197,8 @@ pub fn run(a: TargetArgs) -> anyhow::Result<ExitCode> {
         println!("media bytes written  {:>16}", s.media_bytes);
         println!("media bytes erased   {:>16}", s.erased_bytes);
         println!("WAF                  {:>16.4}", s.waf);
-        for (i, b) in s.ruh_host_bytes.iter().enumerate() {
-            println!("RUH {i:<3} host bytes     {b:>16}");
+        for (i, (b, g)) in s.ruh_host_bytes.iter().zip(&s.ruh_gc_bytes).enumerate() {
+            println!("RUH {i:<3} host bytes     {b:>16}   GC-copied {g:>16}");
         }
         if let Some(r) = &report.replay {
             println!("replay: {r}");

@@ -173,6 +173,9 @@ pub struct DeviceStats {
     pub waf: f64,
     /// Host bytes written per RUH.
     pub ruh_host_bytes: Vec<u64>,
+    /// Bytes GC copied per RUH, by the RUH the host last wrote them to:
+    /// which handle's data the device had to move.
+    pub ruh_gc_bytes: Vec<u64>,
     /// Read commands / write commands.
     pub reads: u64,
     /// Write commands.
@@ -447,6 +450,7 @@ impl Device {
             erased_bytes: s.erases * self.cfg.ru_size,
             waf: s.waf,
             ruh_host_bytes: s.per_stream.iter().map(|p| p.host_pages * b).collect(),
+            ruh_gc_bytes: s.per_stream.iter().map(|p| p.gc_pages * b).collect(),
             reads: self.reads,
             writes: self.writes,
             read_bytes: self.read_bytes,
@@ -485,6 +489,13 @@ mod tests {
         assert_eq!(s.ruh_host_bytes.len(), 4);
         assert!(s.ruh_host_bytes[0] > 0 && s.ruh_host_bytes[1] > 0 && s.ruh_host_bytes[2] == 0);
         assert_eq!(s.media_bytes as f64 / s.host_bytes as f64, s.waf);
+        // GC copies are told per RUH and add up to media - host.
+        assert_eq!(s.ruh_gc_bytes.len(), 4);
+        assert!(s.ruh_gc_bytes[0] > 0 && s.ruh_gc_bytes[1] > 0 && s.ruh_gc_bytes[2] == 0);
+        assert_eq!(
+            s.ruh_gc_bytes.iter().sum::<u64>(),
+            s.media_bytes - s.host_bytes
+        );
     }
 
     #[test]
