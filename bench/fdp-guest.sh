@@ -55,8 +55,10 @@ info "runs=$RUNS scale=$SCALE cases=$CASES"
 # space: RocksDB's space in use peaks at twice its live data (56 SSTs, 200
 # MiB, with db_bench's default L0 limits of 20/36 files: 326 MiB of 382
 # at 384 MiB, out of space at 288 and 320 MiB and with a 112 MiB file of
-# static data beside it on 384). With the limit, F2FS peaks at 94 % used
-# and writes a quarter of its data into the holes of used segments (SSR).
+# static data beside it on 384). With the limit, F2FS peaks at 87-92 %
+# used and writes a quarter of its blocks into the holes of used segments
+# (SSR); still neither its cleaning nor the device's GC copies
+# (docs/nvme.md, "What ages a namespace under F2FS").
 RDB_L0=
 if [ "$SCALE" = quick ] || [ "$SCALE" = aged ]; then
   CAP=256M; RDB_CAP=384M; RDB_KEYS=100000; RDB_OPS=250000; SQL_ROWS=100000; SQL_TXNS=400

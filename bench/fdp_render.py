@@ -198,6 +198,14 @@ def main():
                 md.append(f"| **{p} mean** | {len(rs)} runs | | | | **{w:.3f}** | **{e:.3f}** | |" + (" |" if gc else "") + " |" +
                           (" | | |" if fs else ""))
         md.append("")
+        if fs:
+            rs = [r for r in rows if r["section"] == c and fs_cells(r)]
+            ws = [waf(r) for r in rs]
+            peaks = [r["fs"]["fspeak"] * 100 / r["fs"]["fssize"] for r in rs]
+            md.append(f"Across these {len(rs)} rows: F2FS at {min(peaks):.0f}-{max(peaks):.0f} % used at its fullest, "
+                      f"its cleaning moved {sum(r['fs'].get('gcmoved', 0) for r in rs) * 4096 / 2**20:.0f} MiB in all, "
+                      f"device WAF {min(ws):.3f}-{max(ws):.3f}.")
+            md.append("")
         base = means.get((c, "none"))
         parts = []
         for p, what in (("pcstream", "learning online from an empty table"),
