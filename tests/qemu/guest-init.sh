@@ -228,8 +228,9 @@ check f2fs-ruh-3-7-unused test "$REST" = "0,0,0,0,0"
 # and a long-lived call path (lifewrite paths: one round's and eight
 # rounds' lifetime); the daemon learns them; after a target restart (the
 # namespace kept in a backing file), a second run's fresh files carry the
-# learnt hints and land on different RUHs: the short path's on F2FS's hot
-# RUH 0, the long path's on the warm/cold RUHs 1-2.
+# learnt hints and land on different RUHs: pcstreamd maps its two F2FS
+# classes onto MEDIUM / EXTREME (F2FS's hot log is left to F2FS), so the
+# short path's on the warm RUH 1, the long path's on the cold RUH 2.
 mkdir -p /tmp/pcs/run /tmp/pcs/state
 pcstreamd --runtime-dir /tmp/pcs/run --state-dir /tmp/pcs/state >/tmp/pcs/d.log 2>&1 &
 DPID=$!
@@ -254,12 +255,12 @@ info "f2fs run 2: hint of the short path's file $HH, of the long path's $HC"
 f2fs_down 4432
 P0=$(fruh /tmp/f4432.json 1); P1=$(fruh /tmp/f4432.json 2); P2=$(fruh /tmp/f4432.json 3)
 info "f2fs run 2 -> RUH host bytes: RUH0 $P0 RUH1 $P1 RUH2 $P2"
-check f2fs-short-path-hinted-short test "$HH" = 2
-check f2fs-long-path-hinted-warm-or-cold sh -c "test $HC = 3 -o $HC = 4 -o $HC = 5"
-# 16 MiB through each path: the short path's in RUH 0 (with F2FS's nodes),
-# the long path's in RUH 1 or 2, and neither in the other's.
-check f2fs-short-path-on-ruh-0 awk "BEGIN { exit !($P0 >= 16 * $MiB && $P0 < 24 * $MiB) }"
-check f2fs-long-path-on-ruh-1-2 awk "BEGIN { exit !($P1 + $P2 >= 16 * $MiB && $P1 + $P2 < 20 * $MiB) }"
+check f2fs-short-path-hinted-medium test "$HH" = 3
+check f2fs-long-path-hinted-extreme test "$HC" = 5
+# 16 MiB through each path: the short path's in RUH 1, the long path's in
+# RUH 2, and neither in the other's (F2FS's nodes go to RUH 0).
+check f2fs-short-path-on-ruh-1 awk "BEGIN { exit !($P1 >= 16 * $MiB && $P1 < 20 * $MiB) }"
+check f2fs-long-path-on-ruh-2 awk "BEGIN { exit !($P2 >= 16 * $MiB && $P2 < 20 * $MiB) }"
 kill -TERM $DPID; wait $DPID
 echo ALL-DONE
 echo o >/proc/sysrq-trigger

@@ -22,8 +22,9 @@
 //! The learning domain of a write ([`Domain`]) follows from its path: the
 //! default `hints` domain (four classes SHORT..EXTREME, what pcstream always
 //! did, harmless where nothing arrives and what SCSI receives), `f2fs`
-//! (three classes mapped shortest → longest onto SHORT / MEDIUM / EXTREME,
-//! [`F2FS_STREAMS`]), and one `raw` domain per block device (its stream
+//! (two classes mapped shorter → longer onto MEDIUM / EXTREME, F2FS's warm
+//! and cold, leaving its hot log to F2FS's own rules: [`F2FS_STREAMS`]),
+//! and one `raw` domain per block device (its stream
 //! count, at most [`RAW_MAX_STREAMS`]; stream k ↔ hint value k).
 //!
 //! The daemon publishes a domain's signatures under [`table_key`]: the
@@ -48,11 +49,20 @@ pub const F2FS_SUPER_MAGIC: u64 = 0xF2F5_2010;
 /// (hint values 1..=5).
 pub const RAW_MAX_STREAMS: u32 = 5;
 
-/// The streams the `f2fs` domain publishes for its three lifetime clusters,
-/// shortest first: numbered like the `hints` domain's streams (stream s ↔
-/// hint `RwHint::for_stream(s)`), so they carry SHORT, MEDIUM and EXTREME —
-/// F2FS's hot, warm and cold.
-pub const F2FS_STREAMS: [u32; 3] = [1, 2, 4];
+/// The streams the `f2fs` domain publishes for its two lifetime clusters,
+/// shorter first: numbered like the `hints` domain's streams (stream s ↔
+/// hint `RwHint::for_stream(s)`), so they carry MEDIUM and EXTREME —
+/// F2FS's warm and cold logs.
+///
+/// F2FS's hot log is not a class pcstream can own: F2FS sends there, whatever
+/// the hint, every `fdatasync`'s data (updated in place), small `fsync`s and
+/// writebacks, and its node blocks (docs/nvme.md). A learnt SHORT class put
+/// table pages beside PostgreSQL's WAL there: with three classes (SHORT /
+/// MEDIUM / EXTREME) the device's GC copied 132–142 MiB of hot-RUH data
+/// against 81–108 MiB with no shim, end-to-end 1.086 / 1.096 against 1.078 /
+/// 1.123; with these two 1.065 / 1.072 and 74–87 MiB (bench/fdp.sh
+/// f2fs-postgres, quick, 2026-11-28).
+pub const F2FS_STREAMS: [u32; 2] = [2, 4];
 
 /// Salt of the `f2fs` domain's table keys.
 pub const F2FS_SALT: u64 = 0x6632_6673_2d64_6f6d; // "f2fs-dom"
@@ -161,7 +171,7 @@ pub enum Domain {
     /// Four classes SHORT..EXTREME; table key = signature.
     #[default]
     Hints,
-    /// Three classes onto F2FS's hot / warm / cold.
+    /// Two classes onto F2FS's warm / cold ([`F2FS_STREAMS`]).
     F2fs,
     /// A block device node with write streams (its `st_rdev`).
     Raw {
@@ -860,14 +870,15 @@ mod tests {
         use crate::hint::RwHint::*;
         let h = |d: Domain, s| d.publish(s);
         assert_eq!(Domain::Hints.learner_streams(0), 5);
-        assert_eq!(Domain::F2fs.learner_streams(0), 4);
+        assert_eq!(Domain::F2fs.learner_streams(0), 3);
         assert_eq!(Domain::Raw { dev: 1 }.learner_streams(8), 6);
         assert_eq!(Domain::Raw { dev: 1 }.learner_streams(2), 3);
+        // F2FS's warm and cold; a stream past the last stays the longest.
         let f2: Vec<u8> = (1..=3).map(|s| h(Domain::F2fs, s).1).collect();
-        assert_eq!(f2, [Short as u8, Medium as u8, Extreme as u8]);
+        assert_eq!(f2, [Medium as u8, Extreme as u8, Extreme as u8]);
         // The f2fs domain's streams carry their hints by the hints
         // domain's rule (what a shim computes from a stream).
-        for s in 1..=3 {
+        for s in 1..=2 {
             let (p, hint) = h(Domain::F2fs, s);
             assert_eq!(RwHint::for_stream(p).raw() as u8, hint);
         }
