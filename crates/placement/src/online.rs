@@ -19,8 +19,9 @@
 //! domain ([`crate::delivery::Domain`], a [`LearnerKey`]): the caller of
 //! [`Engine::ingest_in`] says which domain each event's file is in (the
 //! daemon from the file's device, found once per device); writes to F2FS
-//! files are clustered into F2FS's three temperatures, writes to a raw
-//! block device with N write streams into min(N, 5), everything else into
+//! files are clustered into two classes for F2FS's warm and cold logs (its
+//! hot log follows F2FS's own rules), writes to a raw block device with N
+//! write streams into min(N, 5), everything else into
 //! the four `F_SET_RW_HINT` classes. [`Engine::ingest`] puts every event in
 //! the default `hints` domain (what the offline replay compares with). The engine also keeps what tools show about a
 //! signature (its frames, the programs that used it), bounded by
