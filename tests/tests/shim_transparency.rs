@@ -236,9 +236,20 @@ fn fork_exec_vfork_and_posix_spawn_children_are_traced() {
         );
     }
     let traces = traces(rec.path());
+    // The parent: started with the directory as its argument (the exec'd
+    // children end theirs with what they are), not a fork child. Not the
+    // first trace of two arguments: traces come in file-name order, and
+    // across a pid wrap past 999 an exec'd child's sorts first.
+    let dir = b.path().to_str().unwrap();
     let parent = traces
         .iter()
-        .find(|t| t.header.command.len() == 2)
+        .find(|t| {
+            t.header.command.len() == 2
+                && t.header.command[1] == dir
+                && t.process_events()
+                    .first()
+                    .is_none_or(|p| p.kind != ProcessEventKind::ForkChild as i32)
+        })
         .expect("the parent's trace");
     let child = traces
         .iter()
