@@ -1,8 +1,6 @@
 //! Tests of the online engine: clock, usage, per-user learners, persistence, program names.
 
 use super::*;
-use crate::lifetime::LifetimeConfig;
-use crate::mapper::MapperConfig;
 
 #[test]
 fn a_file_that_goes_kills_every_page_a_punch_only_whole_ones() {
@@ -25,22 +23,15 @@ fn a_file_that_goes_kills_every_page_a_punch_only_whole_ones() {
 fn cfg(share: bool) -> OnlineConfig {
     OnlineConfig {
         streams: 3,
+        // The policy tests' small learner, with every refinement off.
         policy: PcStreamConfig {
-            lifetime: LifetimeConfig {
-                chunk_pages: 1,
-                ..Default::default()
-            },
-            mapper: MapperConfig {
-                check_interval: 64,
-                censor_min_age: 256,
-                ..Default::default()
-            },
             key_by_lba: false,
             refine: crate::pcstream::RefineConfig::none(),
             gc_by_age: false,
             gc_streams: None,
             gc_age_only: false,
             learn_unattributed: false,
+            ..crate::pcstream::tests::cfg()
         },
         share_between_users: share,
         max_signatures: 1000,
