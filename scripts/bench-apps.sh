@@ -7,7 +7,9 @@
 #            LSM shape scaled 16x as in scripts/bench-daemon.sh): ops/s;
 #   pgbench  PostgreSQL (the server under the shim; as user postgres when
 #            root) with pgbench's TPC-B-like load, scale SCALE, 2 clients,
-#            PGBENCH_T seconds: tps.
+#            PGBENCH_T seconds: tps; every run from a copy of the
+#            database as loaded, so that no run inherits another's
+#            history rows, dead tuples or autovacuum work.
 # A pcstreamd in a temporary runtime dir learns from one warm-up run of each
 # program first (its steady state is what a host running it for every
 # process sees). Then ROUNDS rounds; in each, every program runs natively,
@@ -156,8 +158,13 @@ if [[ " $APPS " == *" pgbench "* ]]; then
     pg_start native
     "${AS[@]}" "$PG/pgbench" -h "$WORK/pgsock" -i -q -s "$SCALE" postgres >/dev/null 2>&1
     pg_stop
+    cp -a "$WORK/pgdata" "$WORK/pgdata.orig"
 fi
 run_pgbench() { # mode
+    # Every run starts from the same freshly loaded database: no history
+    # rows, dead tuples or autovacuum debt left by the runs before it.
+    rm -rf "$WORK/pgdata"
+    cp -a "$WORK/pgdata.orig" "$WORK/pgdata"
     pg_start "$1"
     local tps
     tps=$("${AS[@]}" "$PG/pgbench" -h "$WORK/pgsock" -c 2 -j 2 -T "$PGBENCH_T" postgres 2>/dev/null |
