@@ -31,6 +31,22 @@
 // The input is deterministic (java.util.Random seeded with SEED, default 42):
 // the same documents, ids and text every run. When merges run and which
 // segments they pick depends on thread timing, as in the real engine.
+//
+// Threads, as in a server: all the indexing (updateDocument, and with it the
+// flushes of a full RAM buffer; the refreshes; the commits; the translog) runs
+// on the one worker thread of an ExecutorService, one task per bulk of BULK
+// operations, and the main thread only submits each bulk and waits for it,
+// as Elasticsearch's write and flush thread pools, Solr's update handlers or
+// Kafka's request handlers index on pool threads, never on the JVM's main
+// thread. This matters to the JVM's native signatures (lucene-native,
+// PCSTREAM_JAVA=0): a write through a JDK native has a native stack that
+// ends where its thread started. Indexing on main (as this driver did up to
+// 2026-11-28) ends flush writes in the launcher's JavaMain, merge writes in
+// the JVM's thread entry (ConcurrentMergeScheduler's threads), so native
+// signatures alone told flushes from merges there, and in no real server.
+// On a pool thread both end in the same thread entry, and only the Java
+// frames tell a flush from a merge. -DLuceneChurn.onMain=true indexes on
+// the main thread instead (the driver's earlier shape, to compare).
 import java.io.File;
 import java.io.IOException;
 import java.nio.ByteBuffer;
@@ -40,6 +56,9 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.util.Random;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
 import org.apache.lucene.analysis.standard.StandardAnalyzer;
 import org.apache.lucene.document.Document;
 import org.apache.lucene.document.Field;
@@ -73,7 +92,55 @@ public final class LuceneChurn {
     long commit = number(args[6], "COMMIT", 1);
     long seed = args.length > 7 ? number(args[7], "SEED", Long.MIN_VALUE) : 42;
     if (!dir.isDirectory()) usage("DIR '" + args[0] + "' is not a directory");
-    new LuceneChurn(dir, seed, ramMb, maxSegMb, refresh, commit).run(docs, updates);
+    ExecutorService pool = Boolean.getBoolean("LuceneChurn.onMain") ? null
+        : Executors.newSingleThreadExecutor(r -> new Thread(r, "lucene-write"));
+    try {
+      LuceneChurn c = on(pool, () -> new LuceneChurn(dir, seed, ramMb, maxSegMb, refresh, commit));
+      for (int from = 0; from < docs; from += BULK) {
+        int f = from, to = (int) Math.min((long) from + BULK, docs);
+        on(pool, () -> c.indexAll(f, to));
+      }
+      for (long u = 0; u < updates; u += BULK) {
+        long n = Math.min(BULK, updates - u);
+        on(pool, () -> c.updateRandom(docs, n));
+      }
+      on(pool, c::finish);
+    } finally {
+      if (pool != null) pool.shutdown();
+    }
+  }
+
+  /** Work that may throw an IOException, run on the worker thread. */
+  interface Task<T> {
+    T call() throws IOException;
+  }
+
+  interface VoidTask {
+    void run() throws IOException;
+  }
+
+  static void on(ExecutorService pool, VoidTask t) throws IOException {
+    on(pool, () -> {
+      t.run();
+      return null;
+    });
+  }
+
+  /** Runs t on the pool's worker thread (on this thread without a pool) and waits for it. */
+  static <T> T on(ExecutorService pool, Task<T> t) throws IOException {
+    if (pool == null) return t.call();
+    try {
+      return pool.submit(() -> t.call()).get();
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IOException("interrupted", e);
+    } catch (ExecutionException e) {
+      Throwable c = e.getCause();
+      if (c instanceof IOException) throw (IOException) c;
+      if (c instanceof RuntimeException) throw (RuntimeException) c;
+      if (c instanceof Error) throw (Error) c;
+      throw new IOException(c);
+    }
   }
 
   static void usage(String why) {
@@ -105,6 +172,7 @@ public final class LuceneChurn {
   DirectoryReader reader;
   Translog translog;
   long ops;
+  long[] versions; // each id's last version (made by the first update bulk)
 
   LuceneChurn(File dir, long seed, double ramMb, double maxSegMb, long refreshOps,
       long commitOps) throws IOException {
@@ -185,14 +253,25 @@ public final class LuceneChurn {
     translog = next;
   }
 
-  void run(int docs, long updates) throws IOException {
-    for (int id = 0; id < docs; id++) index(id, 1);
-    long[] versions = new long[docs];
-    java.util.Arrays.fill(versions, 1);
-    for (long u = 0; u < updates; u++) {
+  /** A bulk of first versions: ids from..to-1. */
+  void indexAll(int from, int to) throws IOException {
+    for (int id = from; id < to; id++) index(id, 1);
+  }
+
+  /** A bulk of n updates of uniformly random ids of 0..docs-1. */
+  void updateRandom(int docs, long n) throws IOException {
+    if (versions == null) {
+      versions = new long[docs];
+      java.util.Arrays.fill(versions, 1);
+    }
+    for (long u = 0; u < n; u++) {
       int id = rnd.nextInt(docs);
       index(id, ++versions[id]);
     }
+  }
+
+  /** The last commit, then everything closed and the last translog deleted. */
+  void finish() throws IOException {
     commit();
     reader.close();
     writer.close();
