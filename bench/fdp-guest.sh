@@ -15,6 +15,7 @@
 # fullest, sampled every 2 s, and the file system's size), ssr (blocks F2FS
 # wrote into the holes of used segments: slack space recycling), gcmoved
 # (blocks its cleaning copied, foreground and background) and gccalls.
+# device: the target's shape, RUHSxRU_SIZE,opOP (e.g. 8x1M,op7).
 # Kernel arguments: fdp.runs=N fdp.scale=quick|aged|full fdp.cases=a,b,…
 export PATH=/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 mount -t proc proc /proc
@@ -78,8 +79,12 @@ fi
 # temperature instead of going to the hot log (docs/nvme.md).
 # RDB_L0: db_bench's level0_stop_writes_trigger (its slowdown trigger 4
 # below; unset: db_bench's 36 and 20).
-CP_INTERVAL= F2FS_MIN_HOT=
-for v in CAP RDB_CAP RDB_KEYS RDB_OPS RDB_L0 SQL_ROWS SQL_TXNS RAW_MIB RAW_ROUNDS FIO_SIZE FIO_IO CP_INTERVAL PG_SCALE PG_TXNS PG_WAL F2FS_MIN_HOT; do
+# RUHS, RU_SIZE, OP: the target's reclaim unit handles, reclaim unit size
+# and over-provisioning in percent (unset: 8, 1M, 7). pcstreamd's erase
+# unit follows RU_SIZE. The target needs RUHS + 3 spare reclaim units
+# beside the namespace: 3 RUHs of 8 MiB on 288 MiB take OP >= 17.
+CP_INTERVAL= F2FS_MIN_HOT= RUHS=8 RU_SIZE=1M OP=7
+for v in RUHS RU_SIZE OP CAP RDB_CAP RDB_KEYS RDB_OPS RDB_L0 SQL_ROWS SQL_TXNS RAW_MIB RAW_ROUNDS FIO_SIZE FIO_IO CP_INTERVAL PG_SCALE PG_TXNS PG_WAL F2FS_MIN_HOT; do
   o=$(arg "$v"); [ -n "$o" ] && { eval "$v=\$o"; info "$v=$o (set)"; }
 done
 POLICIES=$(arg policies)
@@ -87,8 +92,8 @@ POLICIES=$(arg policies)
 PORT=4500
 dev_up() { # a fresh device of $1 bytes
   PORT=$((PORT + 1))
-  pcstreamctl target --listen 127.0.0.1:$PORT --nqn $NQN --capacity $1 --ruhs 8 --ru-size 1M \
-    --interval 0 --json >/tmp/target.json 2>/tmp/target.log &
+  pcstreamctl target --listen 127.0.0.1:$PORT --nqn $NQN --capacity $1 --ruhs $RUHS --ru-size $RU_SIZE \
+    --op "$(awk -v p="$OP" 'BEGIN { printf "%.4f", p / 100 }')" --interval 0 --json >/tmp/target.json 2>/tmp/target.log &
   TPID=$!
   sleep 1
   nvme connect -t tcp -a 127.0.0.1 -s $PORT -n $NQN >/dev/null 2>&1
@@ -115,10 +120,13 @@ fs_up() { # f2fs | ext4
     ext4) mkfs.ext4 -q -F "$NS" >/dev/null && mount -t ext4 "$NS" /mnt/d ;;
   esac
 }
+bytes() { # 8M -> 8388608
+  case $1 in *G) echo $((${1%G} << 30)) ;; *M) echo $((${1%M} << 20)) ;; *) echo "$1" ;; esac
+}
 daemon_up() { # fresh | keep: pcstreamd with the device's RU as erase unit
   [ "$1" = fresh ] && rm -rf /tmp/pcs
   mkdir -p /tmp/pcs/run /tmp/pcs/state
-  printf 'erase_unit_bytes = 1048576\n' >/tmp/pcs/pcstreamd.toml
+  printf 'erase_unit_bytes = %s\n' "$(bytes "$RU_SIZE")" >/tmp/pcs/pcstreamd.toml
   pcstreamd --config /tmp/pcs/pcstreamd.toml --runtime-dir /tmp/pcs/run --state-dir /tmp/pcs/state \
     >>/tmp/pcs/d.log 2>&1 &
   DPID=$!
@@ -205,6 +213,12 @@ hand_map() { # case
   case $1 in
     *rocksdb) rules="WriteToWAL|log::Writer:1 FlushJob|BuildTable:2 Compaction:4" ;;
     *sqlite) rules="sqlite3PagerCommitPhaseOne|syncJournal|pager_write|writeJournalHdr|pager_end_transaction:1 pager_write_pagelist|sqlite3PagerWrite|walWrite:2" ;;
+    # PostgreSQL: relation extension (the load, pgbench_history's appends,
+    # new index pages) written once -> cold; dirty pages written back in
+    # place (checkpointer, background writer, evicting backends) -> warm;
+    # WAL -> hot (F2FS puts fdatasync'ed data there whatever the hint).
+    # The first rule that matches a call path wins.
+    *postgres) rules="mdextend|mdzeroextend:4 mdwrite:2 XLog:1" ;;
     *rawlife) rules="journal_write:1 scratch_write:2 table_write:3" ;;
     *fio) rules="fio_psyncio_queue:1 fio_pvsyncio2_queue:2" ;;
   esac
@@ -274,14 +288,14 @@ row() { # case policy run
   esac
   [ "$fs" = raw ] || umount /mnt/d
   dev_down
-  echo "RESULT case=$c scale=$SCALE policy=$p run=$n host=$((h1 - h0)) media=$((m1 - m0)) app=$app write_bytes=$wb secs=$secs ruh=$RUH${RUHGC:+ ruhgc=$RUHGC}$fsx"
+  echo "RESULT case=$c scale=$SCALE device=${RUHS}x$RU_SIZE,op$OP policy=$p run=$n host=$((h1 - h0)) media=$((m1 - m0)) app=$app write_bytes=$wb secs=$secs ruh=$RUH${RUHGC:+ ruhgc=$RUHGC}$fsx"
 }
 
 policies() { # the rows of a case, in order (hand-placed after pcstream: its map comes from there)
   case $1 in
     f2fs-rocksdb) all="none app-hints pcstream pcstream-2 hand-placed" ;;
     ext4-rocksdb) all="none app-hints pcstream" ;; # the control: one RUH whatever the policy
-    f2fs-postgres) all="none pcstream pcstream-2" ;;
+    f2fs-postgres) all="none pcstream pcstream-2 hand-placed" ;;
     *) all="none pcstream pcstream-2 hand-placed" ;;
   esac
   for p in $all; do
