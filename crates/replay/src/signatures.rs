@@ -22,10 +22,16 @@
 //! place differently stands out (issue #28: where pcstream's own rules
 //! help or hurt).
 //!
-//! The placement does not depend on the device's state, only on the
-//! replay, so this drives the policies through the same passes as
+//! This drives the policies through the same passes as
 //! [`crate::simulate`] ([`crate::pass`]'s `drive_pass`, same clock and
-//! configuration) without simulating GC.
+//! configuration) without simulating the device, so the policies hear no
+//! device reports ([`pcstream_placement::placement::Placement::device_writes`]).
+//! Since the GC streams on demand that is the one way this breakdown can
+//! differ from a simulated run: there, once the device reports its GC
+//! share, pcstream either gives its GC stream ids to the learners or keeps
+//! them for GC copies for good (`PcStreamDual`'s on-demand rule); here it
+//! keeps the split of stream ids it starts with throughout. Everything
+//! else pcstream decides depends on the replay alone.
 
 use crate::error::{ReplayError, RunError};
 use crate::experiment::{policy_config_for, Job};
