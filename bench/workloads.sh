@@ -82,7 +82,9 @@ sqlite_tpcc() {
 # Lucene 4.10 (Debian's liblucene4.10-java) indexing documents of ≈ 1 KiB
 # and then updating random ids, with an Elasticsearch-like translog, NRT
 # refreshes and commits (bench/java/LuceneChurn.java): DOCS UPDATES RAM_MB
-# MAX_SEGMENT_MB REFRESH COMMIT. The serial collector and no perf-data file
+# MAX_SEGMENT_MB REFRESH COMMIT. It indexes on a pool thread, as a server
+# does (not on the JVM's main thread, whose native stack alone would tell
+# flushes from merges: bench/README.md). The serial collector and no perf-data file
 # (its /tmp file is a shared mapping) keep the JVM's own I/O out of it.
 # `full`: a ≈ 200 MB index, 335 MB on disk at its peak, 3.6 GB written by
 # the JVM, 2.6 GB of it reaching the 448 MiB device (bench/README.md);
