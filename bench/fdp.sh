@@ -4,12 +4,14 @@
 # the guest on F2FS, on a raw namespace and on ext4, with no shim, with
 # their own hints, with pcstreamd learning online (and again from its
 # persisted table) and with a hand-placed static map; the WAF comes from the
-# device's own counters (`nvme fdp stats`). Writes docs/results-fdp.md and
-# docs/results/fdp.svg (bench/fdp_render.py).
+# device's own counters (`nvme fdp stats`). Renders DIR/results-fdp.md and
+# DIR/fdp.svg (bench/fdp_render.py; DIR is --out), and with --docs
+# docs/results-fdp.md and docs/results/fdp.svg instead: the docs combine
+# several runs, so a single run never overwrites them unless asked.
 #
 #   sudo bench/fdp.sh [--runs N] [--scale quick|aged|full] [--cases a,b,...]
 #                     [--policies p,q,...] [--set NAME=VALUE]...
-#                     [--out DIR] [--render-only]
+#                     [--out DIR] [--docs] [--render-only]
 #
 # --policies keeps only those rows (none, app-hints, pcstream, pcstream-2,
 # hand-placed; hand-placed takes its map from a pcstream row before it);
@@ -33,7 +35,7 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 runs=3 scale=full cases=f2fs-rocksdb,f2fs-sqlite,raw-rawlife,raw-fio,ext4-rocksdb
-out=$root/bench/out-fdp render_only=0 policies= sets=
+out=$root/bench/out-fdp render_only=0 policies= sets= docs=0
 while [ $# -gt 0 ]; do
   case $1 in
     --runs) runs=$2; shift 2 ;;
@@ -49,6 +51,7 @@ while [ $# -gt 0 ]; do
       case ${2#*=} in ''|*[!0-9MGB]*) echo "fdp.sh: --set $2: the value must be a number (a size may end in M or G)" >&2; exit 2 ;; esac
       sets="$sets fdp.$2"; shift 2 ;;
     --render-only) render_only=1; shift ;;
+    --docs) docs=1; shift ;;
     -h|--help) sed -n '2,/^set -e/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "fdp.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
@@ -82,7 +85,8 @@ if [ "$render_only" = 0 ]; then
     echo "host $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) vCPUs; $(date -u +%F)"; } >"$out/meta.txt"
 fi
 [ -s "$out/results.txt" ] || { echo "fdp.sh: no RESULT rows in $out/results.txt" >&2; exit 1; }
+if [ "$docs" = 1 ]; then md=$root/docs/results-fdp.md svg=$root/docs/results/fdp.svg; else md=$out/results-fdp.md svg=$out/fdp.svg; fi
 python3 "$root/bench/fdp_render.py" --results "$out/results.txt" --meta "$out/meta.txt" \
-  --md "$root/docs/results-fdp.md" --svg "$root/docs/results/fdp.svg" \
+  --md "$md" --svg "$svg" \
   --command "bench/fdp.sh --runs $runs --scale $scale --cases $cases"
-echo "fdp.sh: wrote docs/results-fdp.md and docs/results/fdp.svg"
+echo "fdp.sh: wrote $md and $svg"
