@@ -45,10 +45,11 @@ while [ $# -gt 0 ]; do
     --policies) policies=$2; shift 2 ;;
     --set)
       case $2 in
-        RUHS=*|RU_SIZE=*|OP=*|PG_CKPT=*|CAP=*|RDB_KEYS=*|RDB_OPS=*|RDB_L0=*|SQL_ROWS=*|SQL_TXNS=*|RAW_MIB=*|RAW_ROUNDS=*|FIO_SIZE=*|FIO_IO=*|CP_INTERVAL=*|PG_SCALE=*|PG_TXNS=*|PG_WAL=*|F2FS_MIN_HOT=*) ;;
+        RUHS=*|RU_SIZE=*|OP=*|PG_CKPT=*|CAP=*|RDB_CAP=*|RDB_KEYS=*|RDB_OPS=*|RDB_L0=*|SQL_ROWS=*|SQL_TXNS=*|RAW_MIB=*|RAW_ROUNDS=*|FIO_SIZE=*|FIO_IO=*|CP_INTERVAL=*|PG_SCALE=*|PG_TXNS=*|PG_WAL=*|F2FS_MIN_HOT=*) ;;
         *) echo "fdp.sh: --set takes NAME=VALUE with NAME one of RUHS RU_SIZE OP PG_CKPT CAP RDB_CAP RDB_KEYS RDB_OPS RDB_L0 SQL_ROWS SQL_TXNS RAW_MIB RAW_ROUNDS FIO_SIZE FIO_IO CP_INTERVAL PG_SCALE PG_TXNS PG_WAL F2FS_MIN_HOT, not '$2'" >&2; exit 2 ;;
       esac
       case ${2#*=} in ''|*[!0-9MGB]*) echo "fdp.sh: --set $2: the value must be a number (a size may end in M or G)" >&2; exit 2 ;; esac
+      case $2 in RUHS=*[!0-9]*|OP=*[!0-9]*|PG_CKPT=*[!0-9]*) echo "fdp.sh: --set $2: the value must be a plain number" >&2; exit 2 ;; esac
       sets="$sets fdp.$2"; shift 2 ;;
     --render-only) render_only=1; shift ;;
     --docs) docs=1; shift ;;

@@ -19,6 +19,7 @@ used segments (SSR) and what its cleaning moved. Tables show every run
 and the mean; statements are computed from the rows, never written by hand.
 """
 import argparse
+import os
 import statistics
 import sys
 
@@ -95,7 +96,7 @@ def device_desc(device):
         sys.exit(f"fdp_render.py: malformed device= '{device}' (RUHSxRU_SIZE,opOP)")
 
 
-def section(case, scale, device=DEFAULT_DEVICE):
+def section(case, scale, device):
     """A table's key: the case, with its scale when it is not `quick` and its device when not the default."""
     tags = ([scale] if scale != "quick" else []) + ([device_desc(device)] if device != DEFAULT_DEVICE else [])
     return f"{case} ({'; '.join(tags)})" if tags else case
@@ -233,7 +234,7 @@ def main():
                       (f"; the application's own hints {means[(c, 'app-hints')]:.3f}" if (c, "app-hints") in means else "") +
                       (f"; hand-placed {means[(c, 'hand-placed')]:.3f}" if (c, "hand-placed") in means else "") + ".")
             md.append("")
-    md += ["![end-to-end amplification per case and policy](results/fdp.svg)", ""]
+    md += [f"![end-to-end amplification per case and policy]({os.path.relpath(a.svg, os.path.dirname(os.path.abspath(a.md)))})", ""]
     with open(a.md, "w") as f:
         f.write("\n".join(md))
     svg_chart(cases, means, a.svg)
