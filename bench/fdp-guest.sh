@@ -10,7 +10,9 @@
 # calls (wchar of the /proc/self/io of a subshell, which takes in its reaped
 # children's; write_bytes, the page-cache bytes it dirtied, beside it);
 # ruh: per-RUH host bytes at the target's exit (mkfs included); ruhgc:
-# per-RUH bytes the device's GC copied (by the RUH the host wrote them to).
+# per-RUH bytes the device's GC copied (by the RUH the host wrote them to);
+# trimmed: bytes the host deallocated that held data (its discards), valid:
+# bytes the device holds as live at the end (both mkfs included).
 # An F2FS row adds what F2FS did on its own: fspeak/fssize (KiB used at the
 # fullest, sampled every 2 s, and the file system's size), ssr (blocks F2FS
 # wrote into the holes of used segments: slack space recycling), gcmoved
@@ -110,6 +112,10 @@ dev_down() {
   kill -TERM $TPID; wait $TPID
   RUH=$(tr -d ' \n' </tmp/target.json | sed 's/.*"ruh_host_bytes":\[\([^]]*\)\].*/\1/')
   RUHGC=$(tr -d ' \n' </tmp/target.json | sed -n 's/.*"ruh_gc_bytes":\[\([^]]*\)\].*/\1/p')
+  # What the host's discards told the device (bytes that held data) and
+  # what it holds as live at the end, mkfs included.
+  TRIMMED=$(tr -d ' \n' </tmp/target.json | sed -n 's/.*"trimmed_bytes":\([0-9]*\).*/\1/p')
+  VALID=$(tr -d ' \n' </tmp/target.json | sed -n 's/.*"valid_bytes":\([0-9]*\).*/\1/p')
 }
 stats() { # "host media" from the device's FDP statistics log
   nvme fdp stats "$CTRL" -e 1 -o json | tr -d ' \n"' | sed 's/.*hbmw:\([0-9]*\).*mbmw:\([0-9]*\).*/\1 \2/'
@@ -292,7 +298,7 @@ row() { # case policy run
   esac
   [ "$fs" = raw ] || umount /mnt/d
   dev_down
-  echo "RESULT case=$c scale=$SCALE device=${RUHS}x$RU_SIZE,op$OP policy=$p run=$n host=$((h1 - h0)) media=$((m1 - m0)) app=$app write_bytes=$wb secs=$secs ruh=$RUH${RUHGC:+ ruhgc=$RUHGC}$fsx"
+  echo "RESULT case=$c scale=$SCALE device=${RUHS}x$RU_SIZE,op$OP policy=$p run=$n host=$((h1 - h0)) media=$((m1 - m0)) app=$app write_bytes=$wb secs=$secs ruh=$RUH${RUHGC:+ ruhgc=$RUHGC}${TRIMMED:+ trimmed=$TRIMMED}${VALID:+ valid=$VALID}$fsx"
 }
 
 policies() { # the rows of a case, in order (hand-placed after pcstream: its map comes from there)

@@ -66,6 +66,7 @@ def parse(path):
                     "ruhgc": [int(x) for x in kv.get("ruhgc", "").split(",") if x.isdigit()],
                     "scale": kv.get("scale", "quick"),
                     "device": kv.get("device", DEFAULT_DEVICE),
+                    "trimmed": int(kv["trimmed"]) if kv.get("trimmed", "").isdigit() else None,
                     "fs": {k: int(kv[k]) for k in ("fspeak", "fssize", "ssr", "gcmoved") if kv.get(k, "").isdigit()},
                 }
             except (KeyError, ValueError) as e:
@@ -188,16 +189,21 @@ def main():
     for c in cases:
         fs = any(fs_cells(r) for r in rows if r["section"] == c)
         gc = any(r["ruhgc"] for r in rows if r["section"] == c)
+        tr = any(r["trimmed"] is not None for r in rows if r["section"] == c)
         md += [f"## {c}", "", desc[c], ""]
         if fs:
             md += ["F2FS's own work per row: its fullest (`df`, every 2 s), the MiB it wrote into the holes of used",
                    "segments (SSR) and the MiB its cleaning moved.", ""]
         if gc:
             md += ["Per-RUH GC MiB: what the device's GC copied, by the RUH the host had written it to (RUHs 0-2).", ""]
+        if tr:
+            md += ["Discarded MiB: what the host's deallocations (the file system's discards) told the device was",
+                   "dead, counting only blocks that held data (mkfs included; empty where the row predates the counter).", ""]
         md += ["| policy | run | app MiB | host MiB | media MiB | device WAF | end-to-end | per-RUH host MiB |" +
-               (" per-RUH GC MiB |" if gc else "") + " s |" +
+               (" per-RUH GC MiB |" if gc else "") + (" discarded MiB |" if tr else "") + " s |" +
                (" F2FS peak | SSR MiB | cleaned MiB |" if fs else ""),
-               "|---|---|---|---|---|---|---|---|---|" + ("---|" if gc else "") + ("---|---|---|" if fs else "")]
+               "|---|---|---|---|---|---|---|---|---|" + ("---|" if gc else "") + ("---|" if tr else "") +
+               ("---|---|---|" if fs else "")]
         for p in POLICY:
             rs = sorted((r for r in rows if r["section"] == c and r["policy"] == p), key=lambda r: r["run"])
             if not rs:
@@ -205,13 +211,15 @@ def main():
             for r in rs:
                 md.append(f"| {p} | {r['run']} | {mib(r['app'])} | {mib(r['host'])} | {mib(r['media'])} | "
                           f"{waf(r):.3f} | {e2e(r):.3f} | {' / '.join(mib(b) for b in r['ruh'])} |" +
-                          (f" {' / '.join(mib(b) for b in r['ruhgc'][:3])} |" if gc else "") + f" {r['secs']} |" +
+                          (f" {' / '.join(mib(b) for b in r['ruhgc'][:3])} |" if gc else "") +
+                          ((f" {mib(r['trimmed'])} |" if r["trimmed"] is not None else " |") if tr else "") + f" {r['secs']} |" +
                           ((fs_cells(r) or " | | |") if fs else ""))
             w = statistics.fmean(waf(r) for r in rs)
             e = statistics.fmean(e2e(r) for r in rs)
             means[(c, p)] = e
             if len(rs) > 1:
-                md.append(f"| **{p} mean** | {len(rs)} runs | | | | **{w:.3f}** | **{e:.3f}** | |" + (" |" if gc else "") + " |" +
+                md.append(f"| **{p} mean** | {len(rs)} runs | | | | **{w:.3f}** | **{e:.3f}** | |" + (" |" if gc else "") +
+                          (" |" if tr else "") + " |" +
                           (" | | |" if fs else ""))
         md.append("")
         if fs:

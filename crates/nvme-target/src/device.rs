@@ -182,6 +182,12 @@ pub struct DeviceStats {
     pub writes: u64,
     /// Bytes read.
     pub read_bytes: u64,
+    /// Bytes the host deallocated (Dataset Management, Write Zeroes) that
+    /// held data: what a file system's discards told the device was dead.
+    pub trimmed_bytes: u64,
+    /// Bytes of the namespace the device holds as live now (written and not
+    /// deallocated since): what its GC must keep.
+    pub valid_bytes: u64,
 }
 
 /// The namespace state shared by every connection (behind one mutex).
@@ -454,6 +460,8 @@ impl Device {
             reads: self.reads,
             writes: self.writes,
             read_bytes: self.read_bytes,
+            trimmed_bytes: s.trimmed_pages * b,
+            valid_bytes: s.valid_pages * b,
         }
     }
 }
@@ -496,6 +504,25 @@ mod tests {
             s.ruh_gc_bytes.iter().sum::<u64>(),
             s.media_bytes - s.host_bytes
         );
+    }
+
+    #[test]
+    fn deallocation_counts_only_what_held_data() {
+        let mut d = Device::new(small()).unwrap();
+        let data = vec![1u8; BLOCK];
+        for lba in 0..10 {
+            d.write(lba, &data, None, 1).unwrap();
+        }
+        assert_eq!(d.stats().valid_bytes, 10 * BLOCK as u64);
+        // Blocks 5..15: five held data, five were never written.
+        d.deallocate(5, 10).unwrap();
+        let s = d.stats();
+        assert_eq!(s.trimmed_bytes, 5 * BLOCK as u64, "{s:?}");
+        assert_eq!(s.valid_bytes, 5 * BLOCK as u64, "{s:?}");
+        // Deallocating them again tells the device nothing new.
+        d.deallocate(0, 10).unwrap();
+        let s = d.stats();
+        assert_eq!((s.trimmed_bytes, s.valid_bytes), (10 * BLOCK as u64, 0));
     }
 
     #[test]
