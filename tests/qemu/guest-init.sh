@@ -66,6 +66,10 @@ check reconnect nvme connect -t tcp -a 127.0.0.1 -s 4420 -n $NQN
 sleep 2
 NS=$(ls /dev/nvme[0-9]*n1 2>/dev/null | head -1)
 check dd-checksum sh -c "test \"\$(dd if=$NS bs=1M skip=600 count=8 iflag=direct 2>/dev/null | md5sum)\" = \"$SUM\""
+# A discard reaches the device: half of that data deallocated (BLKDISCARD:
+# Dataset Management), counted as trimmed_bytes at the target's exit.
+check blkdiscard blkdiscard -o $((600 << 20)) -l $((4 << 20)) "$NS"
+check discard-reads-zeros sh -c "test \"\$(dd if=$NS bs=1M skip=600 count=4 iflag=direct 2>/dev/null | tr -d '\\000' | wc -c)\" = 0"
 check fdp-stats-after nvme fdp stats "$CTRL" -e 1 -o json
 sed 's/^/  | /' /tmp/out
 # pcstreamctl device (passthrough ioctls) against nvme-cli's fdp plugin.
@@ -107,6 +111,7 @@ check hint-lands-in-ruh-2 test "$(ruh_bytes 3)" = $((4224 * 1024))
 check uring-stream-5-lands-in-ruh-4 test "$(ruh_bytes 5)" = $((2080 * 1024))
 check uring-stream-7-lands-in-ruh-6 test "$(ruh_bytes 7)" = $((512 * 1024))
 check ruh-5-untouched test "$(ruh_bytes 6)" = 0
+check discard-counted sh -c "tr -d ' \\n' </tmp/target.json | grep -q '\"trimmed_bytes\":$((4 << 20)),'"
 
 # A backing file: data written with dd reads back identical after a
 # disconnect, a target restart and a reconnect.
