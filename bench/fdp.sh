@@ -23,7 +23,7 @@
 # F2FS_MIN_HOT: its min_hot_blocks and min_fsync_blocks; RUHS, RU_SIZE,
 # OP: the target's reclaim unit handles, reclaim unit size and
 # over-provisioning in percent, 8, 1M and 7 unless set; PG_CKPT:
-# PostgreSQL's checkpoint_timeout in seconds, 30 unless set; see
+# PostgreSQL's checkpoint_timeout in seconds, 3600 unless set; see
 # bench/fdp-guest.sh), e.g. --set RDB_CAP=320M, or --set RUHS=3 --set
 # RU_SIZE=8M --set OP=20 (reclaim units larger than F2FS's 2 MiB segments).
 #
