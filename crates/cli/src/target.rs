@@ -197,7 +197,10 @@ pub fn run(a: TargetArgs) -> anyhow::Result<ExitCode> {
         println!("media bytes written  {:>16}", s.media_bytes);
         println!("media bytes erased   {:>16}", s.erased_bytes);
         println!("WAF                  {:>16.4}", s.waf);
-        println!("bytes deallocated    {:>16}   (that held data)", s.trimmed_bytes);
+        println!(
+            "bytes deallocated    {:>16}   (that held data)",
+            s.trimmed_bytes
+        );
         println!("bytes live at exit   {:>16}", s.valid_bytes);
         for (i, (b, g)) in s.ruh_host_bytes.iter().zip(&s.ruh_gc_bytes).enumerate() {
             println!("RUH {i:<3} host bytes     {b:>16}   GC-copied {g:>16}");
