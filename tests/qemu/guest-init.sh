@@ -68,7 +68,7 @@ NS=$(ls /dev/nvme[0-9]*n1 2>/dev/null | head -1)
 check dd-checksum sh -c "test \"\$(dd if=$NS bs=1M skip=600 count=8 iflag=direct 2>/dev/null | md5sum)\" = \"$SUM\""
 # A discard reaches the device: half of that data deallocated (BLKDISCARD:
 # Dataset Management), counted as trimmed_bytes at the target's exit.
-check blkdiscard blkdiscard -o $((600 << 20)) -l $((4 << 20)) "$NS"
+check blkdiscard blkdiscard -f -o $((600 << 20)) -l $((4 << 20)) "$NS"
 check discard-reads-zeros sh -c "test \"\$(dd if=$NS bs=1M skip=600 count=4 iflag=direct 2>/dev/null | tr -d '\\000' | wc -c)\" = 0"
 check fdp-stats-after nvme fdp stats "$CTRL" -e 1 -o json
 sed 's/^/  | /' /tmp/out
