@@ -112,12 +112,13 @@ dev_up() { # a fresh device of $1 bytes
 dev_down() {
   nvme disconnect -n $NQN >/dev/null 2>&1
   kill -TERM $TPID; wait $TPID
-  RUH=$(tr -d ' \n' </tmp/target.json | sed 's/.*"ruh_host_bytes":\[\([^]]*\)\].*/\1/')
-  RUHGC=$(tr -d ' \n' </tmp/target.json | sed -n 's/.*"ruh_gc_bytes":\[\([^]]*\)\].*/\1/p')
+  tj=$(tr -d ' \n' </tmp/target.json) # the target's report, on one line
+  RUH=$(echo "$tj" | sed 's/.*"ruh_host_bytes":\[\([^]]*\)\].*/\1/')
+  RUHGC=$(echo "$tj" | sed -n 's/.*"ruh_gc_bytes":\[\([^]]*\)\].*/\1/p')
   # What the host's discards told the device (bytes that held data) and
   # what it holds as live at the end, mkfs included.
-  TRIMMED=$(tr -d ' \n' </tmp/target.json | sed -n 's/.*"trimmed_bytes":\([0-9]*\).*/\1/p')
-  VALID=$(tr -d ' \n' </tmp/target.json | sed -n 's/.*"valid_bytes":\([0-9]*\).*/\1/p')
+  TRIMMED=$(echo "$tj" | sed -n 's/.*"trimmed_bytes":\([0-9]*\).*/\1/p')
+  VALID=$(echo "$tj" | sed -n 's/.*"valid_bytes":\([0-9]*\).*/\1/p')
 }
 stats() { # "host media" from the device's FDP statistics log
   nvme fdp stats "$CTRL" -e 1 -o json | tr -d ' \n"' | sed 's/.*hbmw:\([0-9]*\).*mbmw:\([0-9]*\).*/\1 \2/'
