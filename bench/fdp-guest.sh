@@ -85,14 +85,18 @@ fi
 # and over-provisioning in percent (unset: 8, 1M, 7). pcstreamd's erase
 # unit follows RU_SIZE. The target needs RUHS + 3 spare reclaim units
 # beside the namespace: 3 RUHs of 8 MiB on 288 MiB take OP >= 17.
+# PG_SEED: pgbench's --random-seed (unset: the run's number, so that run
+# n of every policy draws the same accounts in the same order per client
+# and rows of one run compare like for like; pgbench's own default seeds
+# from the clock, and before session 24 every row drew its own).
 # PG_CKPT: PostgreSQL's checkpoint_timeout in seconds (3600 unless set:
 # only PG_WAL of WAL starts a checkpoint, about every PG_WAL / 1.9 of WAL,
 # so a row does the same work on a slow host as on a fast one). Before
 # session 23 it was 30: time-based checkpoints, and a slower guest
 # checkpointed after fewer transactions and aged its device less
 # (docs/results-fdp.md).
-CP_INTERVAL= F2FS_MIN_HOT= RUHS=8 RU_SIZE=1M OP=7 PG_CKPT=3600
-for v in PG_CKPT RUHS RU_SIZE OP CAP RDB_CAP RDB_KEYS RDB_OPS RDB_L0 SQL_ROWS SQL_TXNS RAW_MIB RAW_ROUNDS FIO_SIZE FIO_IO CP_INTERVAL PG_SCALE PG_TXNS PG_WAL F2FS_MIN_HOT; do
+CP_INTERVAL= F2FS_MIN_HOT= PG_SEED= RUHS=8 RU_SIZE=1M OP=7 PG_CKPT=3600
+for v in PG_SEED PG_CKPT RUHS RU_SIZE OP CAP RDB_CAP RDB_KEYS RDB_OPS RDB_L0 SQL_ROWS SQL_TXNS RAW_MIB RAW_ROUNDS FIO_SIZE FIO_IO CP_INTERVAL PG_SCALE PG_TXNS PG_WAL F2FS_MIN_HOT; do
   o=$(arg "$v"); [ -n "$o" ] && { eval "$v=\$o"; info "$v=$o (set)"; }
 done
 POLICIES=$(arg policies)
@@ -198,10 +202,10 @@ wl_postgres() {
   pgpid=$!
   i=0; until as_pg "$pgb/pg_isready" -q -h /tmp/pgsock; do i=$((i + 1)); [ $i -gt 120 ] && return 1; sleep 1; done
   as_pg "$pgb/pgbench" -h /tmp/pgsock -q -i -s $PG_SCALE postgres >>/tmp/wl.log 2>&1 &&
-    as_pg "$pgb/pgbench" -h /tmp/pgsock -c 4 -t $((PG_TXNS / 4)) -P 60 postgres >>/tmp/wl.log 2>&1 &&
+    as_pg "$pgb/pgbench" -h /tmp/pgsock -c 4 -t $((PG_TXNS / 4)) -P 60 --random-seed=${PG_SEED:-$n} postgres >>/tmp/wl.log 2>&1 &&
     as_pg "$pgb/psql" -h /tmp/pgsock -q -c VACUUM -c CHECKPOINT postgres >>/tmp/wl.log 2>&1
   rc=$?
-  info "postgres: $(grep -E '^(tps|latency average|number of transactions actually)' /tmp/wl.log | tr '\n' ';')" >&2
+  info "postgres (seed ${PG_SEED:-$n}): $(grep -E '^(tps|latency average|number of transactions actually)' /tmp/wl.log | tr '\n' ';')" >&2
   # A fast shutdown (its checkpoint included), bounded: pg_ctl waits for
   # the server to exit; a server that does not gets SIGKILL.
   as_pg "$pgb/pg_ctl" -D "$pgd/data" -m fast -w -t 300 stop >>/tmp/wl.log 2>&1 ||
