@@ -198,7 +198,8 @@ wl_postgres() {
   as_pg() { setpriv --reuid=postgres --regid=postgres --clear-groups $PRE "$@"; }
   as_pg "$pgb/initdb" -D "$pgd/data" >/tmp/wl.log 2>&1 || return 1
   as_pg "$pgb/postgres" -D "$pgd/data" -k /tmp/pgsock -c listen_addresses= -c shared_buffers=16MB \
-    -c max_wal_size=$PG_WAL -c min_wal_size=32MB -c checkpoint_timeout=${PG_CKPT}s >>/tmp/wl.log 2>&1 &
+    -c max_wal_size=$PG_WAL -c min_wal_size=32MB -c checkpoint_timeout=${PG_CKPT}s \
+    -c log_checkpoints=on -c log_autovacuum_min_duration=0 >>/tmp/wl.log 2>&1 &
   pgpid=$!
   i=0; until as_pg "$pgb/pg_isready" -q -h /tmp/pgsock; do i=$((i + 1)); [ $i -gt 120 ] && return 1; sleep 1; done
   as_pg "$pgb/pgbench" -h /tmp/pgsock -q -i -s $PG_SCALE postgres >>/tmp/wl.log 2>&1 &&
@@ -283,6 +284,14 @@ row() { # case policy run
          done </proc/self/io; exit $rc) )
   rc=$?
   app=${io% *}; wb=${io#* }
+  # PostgreSQL's own work, from its log: checkpoints started (pgbench -i's,
+  # the WAL's, the final and the shutdown one), the buffers they wrote and
+  # autovacuum runs. Rows of one setting differ in these when timing
+  # differs, and the device's ageing follows them.
+  wlx=
+  [ "$w" = postgres ] && wlx=" pgckpt=$(grep -c 'checkpoint starting' /tmp/wl.log)$(
+    sed -n 's/.*checkpoint complete: wrote \([0-9]*\) buffers.*/\1/p' /tmp/wl.log | awk '{ s += $1 } END { printf " pgckptbuf=%d", s }'
+  ) pgautovac=$(grep -c 'automatic vacuum of table' /tmp/wl.log)"
   [ "$fs" = raw ] || sync
   if [ "$fs" = f2fs ]; then
     kill $SPID; wait $SPID 2>/dev/null
@@ -306,7 +315,7 @@ row() { # case policy run
   esac
   [ "$fs" = raw ] || umount /mnt/d
   dev_down
-  echo "RESULT case=$c scale=$SCALE device=${RUHS}x$RU_SIZE,op$OP policy=$p run=$n host=$((h1 - h0)) media=$((m1 - m0)) app=$app write_bytes=$wb secs=$secs ruh=$RUH${RUHGC:+ ruhgc=$RUHGC}${TRIMMED:+ trimmed=$TRIMMED}${VALID:+ valid=$VALID}$fsx"
+  echo "RESULT case=$c scale=$SCALE device=${RUHS}x$RU_SIZE,op$OP policy=$p run=$n host=$((h1 - h0)) media=$((m1 - m0)) app=$app write_bytes=$wb secs=$secs ruh=$RUH${RUHGC:+ ruhgc=$RUHGC}${TRIMMED:+ trimmed=$TRIMMED}${VALID:+ valid=$VALID}$fsx$wlx"
 }
 
 policies() { # the rows of a case, in order (hand-placed after pcstream: its map comes from there)
