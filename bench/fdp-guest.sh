@@ -285,12 +285,15 @@ row() { # case policy run
   rc=$?
   app=${io% *}; wb=${io#* }
   # PostgreSQL's own work, from its log: checkpoints started (pgbench -i's,
-  # the WAL's, the final and the shutdown one), the buffers they wrote and
+  # the WAL's, the final and the shutdown one), the buffers they wrote,
+  # the WAL segments they added (each a new 16 MiB file, zero-filled),
+  # removed and recycled (renamed, then overwritten in place), and
   # autovacuum runs. Rows of one setting differ in these when timing
   # differs, and the device's ageing follows them.
   wlx=
   [ "$w" = postgres ] && wlx=" pgckpt=$(grep -c 'checkpoint starting' /tmp/wl.log)$(
-    sed -n 's/.*checkpoint complete: wrote \([0-9]*\) buffers.*/\1/p' /tmp/wl.log | awk '{ s += $1 } END { printf " pgckptbuf=%d", s }'
+    sed -n 's/.*checkpoint complete: wrote \([0-9]*\) buffers.* \([0-9]*\) WAL file(s) added, \([0-9]*\) removed, \([0-9]*\) recycled.*/\1 \2 \3 \4/p' /tmp/wl.log |
+      awk '{ b += $1; a += $2; r += $3; c += $4 } END { printf " pgckptbuf=%d pgwaladd=%d pgwalrm=%d pgwalrecycle=%d", b, a, r, c }'
   ) pgautovac=$(grep -c 'automatic vacuum of table' /tmp/wl.log)"
   [ "$fs" = raw ] || sync
   if [ "$fs" = f2fs ]; then
