@@ -195,13 +195,12 @@ fn everyday_programs_see_no_difference_under_the_shim() {
             diff.push(format!("stderr {:?} against {:?}", a.stderr, b.stderr));
         }
         let only = |x: &Outcome, y: &Outcome| -> Vec<PathBuf> {
-            let v: Vec<PathBuf> = x
-                .files
+            x.files
                 .keys()
                 .filter(|p| !y.files.contains_key(*p))
+                .take(5)
                 .cloned()
-                .collect();
-            v.into_iter().take(5).collect()
+                .collect()
         };
         let (gone, new) = (only(&a, &b), only(&b, &a));
         if !gone.is_empty() || !new.is_empty() {
