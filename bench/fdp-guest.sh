@@ -196,6 +196,7 @@ wl_postgres() {
   pgd=$1/pg; pgb=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)
   mkdir -p "$pgd" /tmp/pgsock && chown postgres "$pgd" /tmp/pgsock
   as_pg() { setpriv --reuid=postgres --regid=postgres --clear-groups $PRE "$@"; }
+  seed=${PG_SEED:-$n}
   as_pg "$pgb/initdb" -D "$pgd/data" >/tmp/wl.log 2>&1 || return 1
   as_pg "$pgb/postgres" -D "$pgd/data" -k /tmp/pgsock -c listen_addresses= -c shared_buffers=16MB \
     -c max_wal_size=$PG_WAL -c min_wal_size=32MB -c checkpoint_timeout=${PG_CKPT}s \
@@ -203,15 +204,25 @@ wl_postgres() {
   pgpid=$!
   i=0; until as_pg "$pgb/pg_isready" -q -h /tmp/pgsock; do i=$((i + 1)); [ $i -gt 120 ] && return 1; sleep 1; done
   as_pg "$pgb/pgbench" -h /tmp/pgsock -q -i -s $PG_SCALE postgres >>/tmp/wl.log 2>&1 &&
-    as_pg "$pgb/pgbench" -h /tmp/pgsock -c 4 -t $((PG_TXNS / 4)) -P 60 --random-seed=${PG_SEED:-$n} postgres >>/tmp/wl.log 2>&1 &&
+    as_pg "$pgb/pgbench" -h /tmp/pgsock -c 4 -t $((PG_TXNS / 4)) -P 60 --random-seed=$seed postgres >>/tmp/wl.log 2>&1 &&
     as_pg "$pgb/psql" -h /tmp/pgsock -q -c VACUUM -c CHECKPOINT postgres >>/tmp/wl.log 2>&1
   rc=$?
-  info "postgres (seed ${PG_SEED:-$n}): $(grep -E '^(tps|latency average|number of transactions actually)' /tmp/wl.log | tr '\n' ';')" >&2
+  info "postgres (seed $seed): $(grep -E '^(tps|latency average|number of transactions actually)' /tmp/wl.log | tr '\n' ';')" >&2
   # A fast shutdown (its checkpoint included), bounded: pg_ctl waits for
   # the server to exit; a server that does not gets SIGKILL.
   as_pg "$pgb/pg_ctl" -D "$pgd/data" -m fast -w -t 300 stop >>/tmp/wl.log 2>&1 ||
     { info "postgres: no clean stop: $(ps -o pid,stat,args -u postgres | tr '\n' ';')" >&2; kill -KILL $pgpid; rc=1; }
   wait $pgpid
+  # PostgreSQL's own work, from its log: checkpoints started (pgbench -i's,
+  # the WAL's, the final and the shutdown one), the buffers they wrote,
+  # the WAL segments they added (each a new 16 MiB file, zero-filled),
+  # removed and recycled (renamed, then overwritten in place), and
+  # autovacuum runs. Rows of one setting differ in these when timing
+  # differs, and the device's ageing follows them.
+  echo " pgckpt=$(grep -c 'checkpoint starting' /tmp/wl.log)$(
+    sed -n 's/.*checkpoint complete: wrote \([0-9]*\) buffers.* \([0-9]*\) WAL file(s) added, \([0-9]*\) removed, \([0-9]*\) recycled.*/\1 \2 \3 \4/p' /tmp/wl.log |
+      awk '{ b += $1; a += $2; r += $3; c += $4 } END { printf " pgckptbuf=%d pgwaladd=%d pgwalrm=%d pgwalrecycle=%d", b, a, r, c }'
+  ) pgautovac=$(grep -c 'automatic vacuum of table' /tmp/wl.log)" >/tmp/wl.fields
   return $rc
 }
 wl_rawlife() { $PRE rawlife "$1" $RAW_ROUNDS $RAW_MIB $RAW_MIB 8 >/tmp/wl.log 2>&1; }
@@ -257,6 +268,7 @@ hand_map() { # case
 }
 
 row() { # case policy run
+  rm -f /tmp/wl.fields
   c=$1; p=$2; n=$3; fs=${c%%-*}; w=${c#*-}
   case $w in rocksdb) dev_up $RDB_CAP ;; *) dev_up $CAP ;; esac
   PRE=""
@@ -284,17 +296,8 @@ row() { # case policy run
          done </proc/self/io; exit $rc) )
   rc=$?
   app=${io% *}; wb=${io#* }
-  # PostgreSQL's own work, from its log: checkpoints started (pgbench -i's,
-  # the WAL's, the final and the shutdown one), the buffers they wrote,
-  # the WAL segments they added (each a new 16 MiB file, zero-filled),
-  # removed and recycled (renamed, then overwritten in place), and
-  # autovacuum runs. Rows of one setting differ in these when timing
-  # differs, and the device's ageing follows them.
-  wlx=
-  [ "$w" = postgres ] && wlx=" pgckpt=$(grep -c 'checkpoint starting' /tmp/wl.log)$(
-    sed -n 's/.*checkpoint complete: wrote \([0-9]*\) buffers.* \([0-9]*\) WAL file(s) added, \([0-9]*\) removed, \([0-9]*\) recycled.*/\1 \2 \3 \4/p' /tmp/wl.log |
-      awk '{ b += $1; a += $2; r += $3; c += $4 } END { printf " pgckptbuf=%d pgwaladd=%d pgwalrm=%d pgwalrecycle=%d", b, a, r, c }'
-  ) pgautovac=$(grep -c 'automatic vacuum of table' /tmp/wl.log)"
+  # Fields a workload adds to its RESULT line (wl_postgres writes them).
+  wlx=$(cat /tmp/wl.fields 2>/dev/null)
   [ "$fs" = raw ] || sync
   if [ "$fs" = f2fs ]; then
     kill $SPID; wait $SPID 2>/dev/null
