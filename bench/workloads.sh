@@ -86,8 +86,10 @@ sqlite_tpcc() {
 # does (not on the JVM's main thread, whose native stack alone would tell
 # flushes from merges: bench/README.md). The serial collector and no perf-data file
 # (its /tmp file is a shared mapping) keep the JVM's own I/O out of it.
-# `full`: a ≈ 200 MB index, 335 MB on disk at its peak, 3.6 GB written by
-# the JVM, 2.6 GB of it reaching the 448 MiB device (bench/README.md);
+# MAX_SEGMENT_MB 5120 is Lucene's and Elasticsearch's default max merged
+# segment (5 GB: uncapped here, merges grow segments tier by tier).
+# `full`: a ≈ 200 MB index, ≈ 400 MB on disk at its peak, 3.4 GB written by
+# the JVM, 2.3 GiB of it reaching the 512 MiB device (bench/README.md);
 # `paper` is five times the documents and operations.
 lucene() {
   local cp
@@ -276,9 +278,9 @@ case "$wl" in
   lucene|lucene-native)
     [ "$wl" = lucene-native ] && export PCSTREAM_JAVA=0
     case "$scale" in
-      quick) lucene 128m 2000 4000 4 8 500 2000 ;;
-      full) lucene 256m 100000 600000 16 32 5000 25000 ;;
-      paper) lucene 512m 500000 3000000 32 64 5000 125000 ;;
+      quick) lucene 128m 2000 4000 4 5120 500 2000 ;;
+      full) lucene 256m 100000 600000 16 5120 5000 25000 ;;
+      paper) lucene 512m 500000 3000000 32 5120 5000 125000 ;;
     esac ;;
   # h2-native: the same with Java call paths off (as lucene-native).
   # A chunk is written 12 frames deep inside MVStore (writeFully ← write ←

@@ -18,9 +18,14 @@
 //     NRT reader reopen, as Elasticsearch's refresh, flushes a small
 //     segment): compound files (.cfs) built from per-format files that are
 //     deleted at once, short-lived small segments;
-//   - merges (TieredMergePolicy, segments up to MAX_SEGMENT_MB; the default
-//     ConcurrentMergeScheduler's background threads): the long-lived data,
-//     rewritten again once enough of it is deleted;
+//   - merges (TieredMergePolicy, merged segments up to MAX_SEGMENT_MB; the
+//     default ConcurrentMergeScheduler's background threads): the long-lived
+//     data, rewritten again once enough of it is deleted. 5120 is Lucene's
+//     and Elasticsearch's default (5 GB, above any index this driver
+//     builds): the merges then grow segments tier by tier up to a large part
+//     of the index, the biggest live far longer than a flush, as on a real
+//     server (bench/workloads.sh passes it; a smaller cap, 32 up to
+//     2026-11-28, keeps every merged segment small and short-lived);
 //   - commits every COMMIT ops (segments_N, fsyncs; older commit points
 //     deleted);
 //   - a translog as Elasticsearch keeps one: every operation appended to
