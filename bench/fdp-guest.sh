@@ -42,7 +42,7 @@ check() {
   name=$1; shift
   if "$@" >/tmp/out 2>&1; then echo "CHECK $name ok"; else echo "CHECK $name FAIL"; tail -c 1500 /tmp/out | sed 's/^/  | /'; fi
 }
-info "kernel $(uname -r), $(nvme version 2>&1 | head -1), db_bench $(db_bench --version 2>&1 | head -1), sqlite3 $(sqlite3 --version | cut -d' ' -f1), $(fio --version), $(ls /usr/lib/postgresql/*/bin/postgres 2>/dev/null | sort -V | tail -1 | xargs -r sh -c '$0 --version')"
+info "kernel $(uname -r), $(nvme version 2>&1 | head -1), db_bench $(db_bench --version 2>&1 | head -1), sqlite3 $(sqlite3 --version | cut -d' ' -f1), $(fio --version), $(ls /usr/lib/postgresql/*/bin/postgres 2>/dev/null | sort -V | tail -1 | xargs -r sh -c '$0 --version'), $(mariadbd --version 2>/dev/null | cut -d' ' -f1-4), $(sysbench --version 2>/dev/null)"
 info "runs=$RUNS scale=$SCALE cases=$CASES"
 
 # Sizes: quick (a smoke pass, minutes), aged (below) and full (the device ages: several
@@ -66,10 +66,12 @@ RDB_L0=
 if [ "$SCALE" = quick ] || [ "$SCALE" = aged ]; then
   CAP=256M; RDB_CAP=384M; RDB_KEYS=100000; RDB_OPS=250000; SQL_ROWS=100000; SQL_TXNS=400
   RAW_MIB=32; RAW_ROUNDS=40; FIO_SIZE=256M; FIO_IO=768M; PG_SCALE=5; PG_TXNS=20000; PG_WAL=64MB
+  MY_TABLES=4; MY_ROWS=100000; MY_TXNS=20000; MY_POOL=16M; MY_LOG=32M
   [ "$SCALE" = aged ] && { RDB_CAP=288M; RDB_L0=12; }
 else
   CAP=1G; RDB_CAP=1G; RDB_KEYS=400000; RDB_OPS=1000000; SQL_ROWS=400000; SQL_TXNS=1600
   RAW_MIB=128; RAW_ROUNDS=160; FIO_SIZE=1024M; FIO_IO=3G; PG_SCALE=20; PG_TXNS=80000; PG_WAL=128MB
+  MY_TABLES=4; MY_ROWS=400000; MY_TXNS=80000; MY_POOL=64M; MY_LOG=128M
 fi
 # Any size overridden by name (bench/fdp.sh --set NAME=VALUE: fdp.NAME=VALUE).
 # CP_INTERVAL: F2FS's checkpoint interval in seconds (sysfs cp_interval;
@@ -96,7 +98,7 @@ fi
 # checkpointed after fewer transactions and aged its device less
 # (docs/results-fdp.md).
 CP_INTERVAL= F2FS_MIN_HOT= PG_SEED= RUHS=8 RU_SIZE=1M OP=7 PG_CKPT=3600
-for v in PG_SEED PG_CKPT RUHS RU_SIZE OP CAP RDB_CAP RDB_KEYS RDB_OPS RDB_L0 SQL_ROWS SQL_TXNS RAW_MIB RAW_ROUNDS FIO_SIZE FIO_IO CP_INTERVAL PG_SCALE PG_TXNS PG_WAL F2FS_MIN_HOT; do
+for v in PG_SEED PG_CKPT RUHS RU_SIZE OP CAP RDB_CAP RDB_KEYS RDB_OPS RDB_L0 SQL_ROWS SQL_TXNS RAW_MIB RAW_ROUNDS FIO_SIZE FIO_IO CP_INTERVAL PG_SCALE PG_TXNS PG_WAL MY_TABLES MY_ROWS MY_TXNS MY_POOL MY_LOG F2FS_MIN_HOT; do
   o=$(arg "$v"); [ -n "$o" ] && { eval "$v=\$o"; info "$v=$o (set)"; }
 done
 POLICIES=$(arg policies)
@@ -223,6 +225,45 @@ wl_postgres() {
     sed -n 's/.*checkpoint complete: wrote \([0-9]*\) buffers.* \([0-9]*\) WAL file(s) added, \([0-9]*\) removed, \([0-9]*\) recycled.*/\1 \2 \3 \4/p' /tmp/wl.log |
       awk '{ b += $1; a += $2; r += $3; c += $4 } END { printf " pgckptbuf=%d pgwaladd=%d pgwalrm=%d pgwalrecycle=%d", b, a, r, c }'
   ) pgautovac=$(grep -c 'automatic vacuum of table' /tmp/wl.log)" >/tmp/wl.fields
+  return $rc
+}
+# MariaDB's InnoDB (the Debian package's server) as a private mariadbd on
+# DIR, run as the package's `mysql` user and as this shell's child (its
+# writes count in the row's app bytes), under sysbench's OLTP write-only
+# mix: MY_TABLES tables of MY_ROWS rows, then MY_TXNS transactions from 4
+# threads (an indexed update, a non-indexed update, a delete and an
+# insert each), seeded with the run's number (PG_SEED sets it, as for
+# pgbench). A buffer pool (MY_POOL) well below the data, so the page
+# cleaner writes pages through the doublewrite buffer all along; a redo
+# log of MY_LOG. The same server options as the held-out `mariadb`
+# workload of bench/workloads.sh: InnoDB's own I/O threads call pwrite
+# (innodb_use_native_aio=0: the shim cannot see io_uring), no stores
+# through a mapping of the redo log. InnoDB writes its files with O_DIRECT
+# (its default), so F2FS sends them to the temperature of the file's hint
+# (warm with none): redo log, doublewrite buffer, undo and table pages all
+# land in one log unless a hint separates them (docs/nvme.md).
+wl_mariadb() {
+  myd=$1/my; mkdir -p "$myd/data" "$myd/tmp" /tmp/mysock && chown -R mysql "$myd" /tmp/mysock
+  as_my() { setpriv --reuid=mysql --regid=mysql --clear-groups $PRE "$@"; }
+  seed=${PG_SEED:-$n}
+  set -- --no-defaults --datadir="$myd/data" --tmpdir="$myd/tmp" \
+    --innodb-use-native-aio=0 --innodb-log-file-mmap=0 \
+    --innodb-buffer-pool-size=$MY_POOL --innodb-log-file-size=$MY_LOG
+  as_my mariadb-install-db "$@" --auth-root-authentication-method=normal --skip-test-db >/tmp/wl.log 2>&1 || return 1
+  as_my mariadbd "$@" --socket=/tmp/mysock/sock --skip-networking --log-error="$myd/error.log" >>/tmp/wl.log 2>&1 &
+  mypid=$!
+  i=0; until mariadb-admin --no-defaults --socket=/tmp/mysock/sock -u root ping >/dev/null 2>&1; do
+    i=$((i + 1)); [ $i -gt 120 ] && return 1; kill -0 $mypid 2>/dev/null || return 1; sleep 1; done
+  sb="--db-driver=mysql --mysql-socket=/tmp/mysock/sock --mysql-user=root --mysql-db=sbtest --tables=$MY_TABLES --table-size=$MY_ROWS"
+  as_my mariadb --no-defaults --socket=/tmp/mysock/sock -u root -e 'CREATE DATABASE sbtest' >>/tmp/wl.log 2>&1 &&
+    as_my sysbench oltp_write_only $sb --rand-seed=42 prepare >>/tmp/wl.log 2>&1 &&
+    as_my sysbench oltp_write_only $sb --rand-seed=$seed --threads=4 --events=$MY_TXNS --time=0 run >>/tmp/wl.log 2>&1
+  rc=$?
+  info "mariadb (seed $seed): $(grep -E 'transactions:|avg:' /tmp/wl.log | tr -s ' ' | tr '\n' ';')" >&2
+  as_my mariadb-admin --no-defaults --socket=/tmp/mysock/sock -u root shutdown >>/tmp/wl.log 2>&1 ||
+    { info "mariadb: no clean stop" >&2; kill -KILL $mypid; rc=1; }
+  wait $mypid
+  [ $rc = 0 ] || tail -5 "$myd/error.log" >>/tmp/wl.log
   return $rc
 }
 wl_rawlife() { $PRE rawlife "$1" $RAW_ROUNDS $RAW_MIB $RAW_MIB 8 >/tmp/wl.log 2>&1; }

@@ -18,7 +18,8 @@
 # --scale aged is quick with RocksDB near full (288 MiB, at most 12 L0
 # files: F2FS peaks at 94 % used). --set overrides one of the scale's
 # sizes (CAP, RDB_CAP, RDB_KEYS, RDB_OPS, SQL_ROWS, SQL_TXNS, RAW_MIB,
-# RAW_ROUNDS, FIO_SIZE, FIO_IO, PG_SCALE, PG_TXNS, PG_WAL; RDB_L0:
+# RAW_ROUNDS, FIO_SIZE, FIO_IO, PG_SCALE, PG_TXNS, PG_WAL, MY_TABLES,
+# MY_ROWS, MY_TXNS, MY_POOL, MY_LOG; RDB_L0:
 # RocksDB's L0 stop trigger; CP_INTERVAL: F2FS's checkpoint interval;
 # F2FS_MIN_HOT: its min_hot_blocks and min_fsync_blocks; RUHS, RU_SIZE,
 # OP: the target's reclaim unit handles, reclaim unit size and
@@ -28,7 +29,7 @@
 # bench/fdp-guest.sh), e.g. --set RDB_CAP=320M, or --set RUHS=3 --set
 # RU_SIZE=8M --set OP=20 (reclaim units larger than F2FS's 2 MiB segments).
 #
-# Cases: f2fs-rocksdb, f2fs-sqlite, f2fs-postgres, raw-rawlife, raw-fio, ext4-rocksdb
+# Cases: f2fs-rocksdb, f2fs-sqlite, f2fs-postgres, f2fs-mariadb, raw-rawlife, raw-fio, ext4-rocksdb
 # (the negative control: ext4 carries no hint to an NVMe device). Needs
 # root (the guest is built with debootstrap, like tests/qemu/run.sh, whose
 # machinery it uses with its own cache: target/qemu-bench-cache). Not part
@@ -46,8 +47,8 @@ while [ $# -gt 0 ]; do
     --policies) policies=$2; shift 2 ;;
     --set)
       case $2 in
-        RUHS=*|RU_SIZE=*|OP=*|PG_CKPT=*|PG_SEED=*|CAP=*|RDB_CAP=*|RDB_KEYS=*|RDB_OPS=*|RDB_L0=*|SQL_ROWS=*|SQL_TXNS=*|RAW_MIB=*|RAW_ROUNDS=*|FIO_SIZE=*|FIO_IO=*|CP_INTERVAL=*|PG_SCALE=*|PG_TXNS=*|PG_WAL=*|F2FS_MIN_HOT=*) ;;
-        *) echo "fdp.sh: --set takes NAME=VALUE with NAME one of RUHS RU_SIZE OP PG_CKPT PG_SEED CAP RDB_CAP RDB_KEYS RDB_OPS RDB_L0 SQL_ROWS SQL_TXNS RAW_MIB RAW_ROUNDS FIO_SIZE FIO_IO CP_INTERVAL PG_SCALE PG_TXNS PG_WAL F2FS_MIN_HOT, not '$2'" >&2; exit 2 ;;
+        RUHS=*|RU_SIZE=*|OP=*|PG_CKPT=*|PG_SEED=*|CAP=*|RDB_CAP=*|RDB_KEYS=*|RDB_OPS=*|RDB_L0=*|SQL_ROWS=*|SQL_TXNS=*|RAW_MIB=*|RAW_ROUNDS=*|FIO_SIZE=*|FIO_IO=*|CP_INTERVAL=*|PG_SCALE=*|PG_TXNS=*|PG_WAL=*|MY_TABLES=*|MY_ROWS=*|MY_TXNS=*|MY_POOL=*|MY_LOG=*|F2FS_MIN_HOT=*) ;;
+        *) echo "fdp.sh: --set takes NAME=VALUE with NAME one of RUHS RU_SIZE OP PG_CKPT PG_SEED CAP RDB_CAP RDB_KEYS RDB_OPS RDB_L0 SQL_ROWS SQL_TXNS RAW_MIB RAW_ROUNDS FIO_SIZE FIO_IO CP_INTERVAL PG_SCALE PG_TXNS PG_WAL MY_TABLES MY_ROWS MY_TXNS MY_POOL MY_LOG F2FS_MIN_HOT, not '$2'" >&2; exit 2 ;;
       esac
       case ${2#*=} in ''|*[!0-9MGB]*) echo "fdp.sh: --set $2: the value must be a number (a size may end in M or G)" >&2; exit 2 ;; esac
       case $2 in RUHS=*[!0-9]*|OP=*[!0-9]*|PG_CKPT=*[!0-9]*|PG_SEED=*[!0-9]*) echo "fdp.sh: --set $2: the value must be a plain number" >&2; exit 2 ;; esac
@@ -66,8 +67,8 @@ for p in ${policies//,/ }; do
   esac
 done
 for c in ${cases//,/ }; do
-  case $c in f2fs-rocksdb|f2fs-sqlite|f2fs-postgres|raw-rawlife|raw-fio|ext4-rocksdb) ;;
-    *) echo "fdp.sh: unknown case '$c' (f2fs-rocksdb, f2fs-sqlite, f2fs-postgres, raw-rawlife, raw-fio, ext4-rocksdb)" >&2; exit 2 ;;
+  case $c in f2fs-rocksdb|f2fs-sqlite|f2fs-postgres|f2fs-mariadb|raw-rawlife|raw-fio|ext4-rocksdb) ;;
+    *) echo "fdp.sh: unknown case '$c' (f2fs-rocksdb, f2fs-sqlite, f2fs-postgres, f2fs-mariadb, raw-rawlife, raw-fio, ext4-rocksdb)" >&2; exit 2 ;;
   esac
 done
 mkdir -p "$out"
@@ -76,7 +77,7 @@ if [ "$render_only" = 0 ]; then
   [ "$(id -u)" = 0 ] || { echo "fdp.sh: needs root (debootstrap and chroot build the guest)" >&2; exit 1; }
   start=$(date +%s)
   # Hours of guest time at full scale: the boot's timeout is generous.
-  QEMU_CACHE=$cache QEMU_PACKAGES=rocksdb-tools,sqlite3,fio,postgresql QEMU_INIT=$root/bench/fdp-guest.sh \
+  QEMU_CACHE=$cache QEMU_PACKAGES=rocksdb-tools,sqlite3,fio,postgresql,mariadb-server,sysbench QEMU_INIT=$root/bench/fdp-guest.sh \
     QEMU_APPEND="fdp.runs=$runs fdp.scale=$scale fdp.cases=$cases${policies:+ fdp.policies=$policies}$sets" QEMU_MEM=6144 \
     QEMU_TIMEOUT=$((6 * 3600)) QEMU_BOOTS=nvme \
     "$root/tests/qemu/run.sh" | grep -v '^RESULT' || true
