@@ -66,12 +66,12 @@ RDB_L0=
 if [ "$SCALE" = quick ] || [ "$SCALE" = aged ]; then
   CAP=256M; RDB_CAP=384M; RDB_KEYS=100000; RDB_OPS=250000; SQL_ROWS=100000; SQL_TXNS=400
   RAW_MIB=32; RAW_ROUNDS=40; FIO_SIZE=256M; FIO_IO=768M; PG_SCALE=5; PG_TXNS=20000; PG_WAL=64MB
-  MY_TABLES=4; MY_ROWS=100000; MY_TXNS=20000; MY_POOL=16M; MY_LOG=32M
+  MY_TABLES=4; MY_ROWS=60000; MY_TXNS=5000; MY_POOL=16M; MY_LOG=32M
   [ "$SCALE" = aged ] && { RDB_CAP=288M; RDB_L0=12; }
 else
   CAP=1G; RDB_CAP=1G; RDB_KEYS=400000; RDB_OPS=1000000; SQL_ROWS=400000; SQL_TXNS=1600
   RAW_MIB=128; RAW_ROUNDS=160; FIO_SIZE=1024M; FIO_IO=3G; PG_SCALE=20; PG_TXNS=80000; PG_WAL=128MB
-  MY_TABLES=4; MY_ROWS=400000; MY_TXNS=80000; MY_POOL=64M; MY_LOG=128M
+  MY_TABLES=4; MY_ROWS=240000; MY_TXNS=20000; MY_POOL=64M; MY_LOG=128M
 fi
 # Any size overridden by name (bench/fdp.sh --set NAME=VALUE: fdp.NAME=VALUE).
 # CP_INTERVAL: F2FS's checkpoint interval in seconds (sysfs cp_interval;
@@ -370,6 +370,7 @@ policies() { # the rows of a case, in order (hand-placed after pcstream: its map
     f2fs-rocksdb) all="none app-hints pcstream pcstream-2 hand-placed" ;;
     ext4-rocksdb) all="none app-hints pcstream" ;; # the control: one RUH whatever the policy
     f2fs-postgres) all="none pcstream pcstream-2 hand-placed" ;;
+    f2fs-mariadb) all="none pcstream pcstream-2" ;; # mariadbd exports no InnoDB symbols: no names for a hand-placed map
     *) all="none pcstream pcstream-2 hand-placed" ;;
   esac
   for p in $all; do
