@@ -152,6 +152,9 @@ daemon_up() { # fresh | keep: pcstreamd with the device's RU as erase unit
   sleep 1
 }
 daemon_down() { kill -TERM $DPID; wait $DPID; }
+# A server's commands run as its Debian package's user (postgres, mysql),
+# under the row's shim if any.
+as_user() { asu=$1; shift; setpriv --reuid="$asu" --regid="$asu" --clear-groups $PRE "$@"; }
 
 # Workloads: `wl_<name> DIR-or-DEV` writes through whatever $PRE says
 # (empty: no shim).
@@ -197,22 +200,21 @@ wl_sqlite() { # an in-place updater: 1000-byte rows updated at random, rollback 
 wl_postgres() {
   pgd=$1/pg; pgb=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)
   mkdir -p "$pgd" /tmp/pgsock && chown postgres "$pgd" /tmp/pgsock
-  as_pg() { setpriv --reuid=postgres --regid=postgres --clear-groups $PRE "$@"; }
   seed=${PG_SEED:-$n}
-  as_pg "$pgb/initdb" -D "$pgd/data" >/tmp/wl.log 2>&1 || return 1
-  as_pg "$pgb/postgres" -D "$pgd/data" -k /tmp/pgsock -c listen_addresses= -c shared_buffers=16MB \
+  as_user postgres "$pgb/initdb" -D "$pgd/data" >/tmp/wl.log 2>&1 || return 1
+  as_user postgres "$pgb/postgres" -D "$pgd/data" -k /tmp/pgsock -c listen_addresses= -c shared_buffers=16MB \
     -c max_wal_size=$PG_WAL -c min_wal_size=32MB -c checkpoint_timeout=${PG_CKPT}s \
     -c log_checkpoints=on -c log_autovacuum_min_duration=0 >>/tmp/wl.log 2>&1 &
   pgpid=$!
-  i=0; until as_pg "$pgb/pg_isready" -q -h /tmp/pgsock; do i=$((i + 1)); [ $i -gt 120 ] && return 1; sleep 1; done
-  as_pg "$pgb/pgbench" -h /tmp/pgsock -q -i -s $PG_SCALE postgres >>/tmp/wl.log 2>&1 &&
-    as_pg "$pgb/pgbench" -h /tmp/pgsock -c 4 -t $((PG_TXNS / 4)) -P 60 --random-seed=$seed postgres >>/tmp/wl.log 2>&1 &&
-    as_pg "$pgb/psql" -h /tmp/pgsock -q -c VACUUM -c CHECKPOINT postgres >>/tmp/wl.log 2>&1
+  i=0; until as_user postgres "$pgb/pg_isready" -q -h /tmp/pgsock; do i=$((i + 1)); [ $i -gt 120 ] && return 1; sleep 1; done
+  as_user postgres "$pgb/pgbench" -h /tmp/pgsock -q -i -s $PG_SCALE postgres >>/tmp/wl.log 2>&1 &&
+    as_user postgres "$pgb/pgbench" -h /tmp/pgsock -c 4 -t $((PG_TXNS / 4)) -P 60 --random-seed=$seed postgres >>/tmp/wl.log 2>&1 &&
+    as_user postgres "$pgb/psql" -h /tmp/pgsock -q -c VACUUM -c CHECKPOINT postgres >>/tmp/wl.log 2>&1
   rc=$?
   info "postgres (seed $seed): $(grep -E '^(tps|latency average|number of transactions actually)' /tmp/wl.log | tr '\n' ';')" >&2
   # A fast shutdown (its checkpoint included), bounded: pg_ctl waits for
   # the server to exit; a server that does not gets SIGKILL.
-  as_pg "$pgb/pg_ctl" -D "$pgd/data" -m fast -w -t 300 stop >>/tmp/wl.log 2>&1 ||
+  as_user postgres "$pgb/pg_ctl" -D "$pgd/data" -m fast -w -t 300 stop >>/tmp/wl.log 2>&1 ||
     { info "postgres: no clean stop: $(ps -o pid,stat,args -u postgres | tr '\n' ';')" >&2; kill -KILL $pgpid; rc=1; }
   wait $pgpid
   # PostgreSQL's own work, from its log: checkpoints started (pgbench -i's,
@@ -244,23 +246,22 @@ wl_postgres() {
 # land in one log unless a hint separates them (docs/nvme.md).
 wl_mariadb() {
   myd=$1/my; mkdir -p "$myd/data" "$myd/tmp" /tmp/mysock && chown -R mysql "$myd" /tmp/mysock
-  as_my() { setpriv --reuid=mysql --regid=mysql --clear-groups $PRE "$@"; }
   seed=${PG_SEED:-$n}
   set -- --no-defaults --datadir="$myd/data" --tmpdir="$myd/tmp" \
     --innodb-use-native-aio=0 --innodb-log-file-mmap=0 \
     --innodb-buffer-pool-size=$MY_POOL --innodb-log-file-size=$MY_LOG
-  as_my mariadb-install-db "$@" --auth-root-authentication-method=normal --skip-test-db >/tmp/wl.log 2>&1 || return 1
-  as_my mariadbd "$@" --socket=/tmp/mysock/sock --skip-networking --log-error="$myd/error.log" >>/tmp/wl.log 2>&1 &
+  as_user mysql mariadb-install-db "$@" --auth-root-authentication-method=normal --skip-test-db >/tmp/wl.log 2>&1 || return 1
+  as_user mysql mariadbd "$@" --socket=/tmp/mysock/sock --skip-networking --log-error="$myd/error.log" >>/tmp/wl.log 2>&1 &
   mypid=$!
   i=0; until mariadb-admin --no-defaults --socket=/tmp/mysock/sock -u root ping >/dev/null 2>&1; do
     i=$((i + 1)); [ $i -gt 120 ] && return 1; kill -0 $mypid 2>/dev/null || return 1; sleep 1; done
   sb="--db-driver=mysql --mysql-socket=/tmp/mysock/sock --mysql-user=root --mysql-db=sbtest --tables=$MY_TABLES --table-size=$MY_ROWS"
-  as_my mariadb --no-defaults --socket=/tmp/mysock/sock -u root -e 'CREATE DATABASE sbtest' >>/tmp/wl.log 2>&1 &&
-    as_my sysbench oltp_write_only $sb --rand-seed=42 prepare >>/tmp/wl.log 2>&1 &&
-    as_my sysbench oltp_write_only $sb --rand-seed=$seed --threads=4 --events=$MY_TXNS --time=0 run >>/tmp/wl.log 2>&1
+  as_user mysql mariadb --no-defaults --socket=/tmp/mysock/sock -u root -e 'CREATE DATABASE sbtest' >>/tmp/wl.log 2>&1 &&
+    as_user mysql sysbench oltp_write_only $sb --rand-seed=42 prepare >>/tmp/wl.log 2>&1 &&
+    as_user mysql sysbench oltp_write_only $sb --rand-seed=$seed --threads=4 --events=$MY_TXNS --time=0 run >>/tmp/wl.log 2>&1
   rc=$?
   info "mariadb (seed $seed): $(grep -E 'transactions:|avg:' /tmp/wl.log | tr -s ' ' | tr '\n' ';')" >&2
-  as_my mariadb-admin --no-defaults --socket=/tmp/mysock/sock -u root shutdown >>/tmp/wl.log 2>&1 ||
+  as_user mysql mariadb-admin --no-defaults --socket=/tmp/mysock/sock -u root shutdown >>/tmp/wl.log 2>&1 ||
     { info "mariadb: no clean stop" >&2; kill -KILL $mypid; rc=1; }
   wait $mypid
   [ $rc = 0 ] || tail -5 "$myd/error.log" >>/tmp/wl.log
@@ -357,7 +358,8 @@ row() { # case policy run
   [ "$rc" = 0 ] && echo "CHECK $c-$p-$n ok"
   case $p in pcstream|pcstream-2)
     PCSTREAM_RUNTIME_DIR=/tmp/pcs/run pcstreamctl streams 2>&1 | sed 's/^/  | /'
-    [ "$p" = pcstream ] && hand_map "$c"
+    # The hand map, where a hand-placed row of this case will use it.
+    [ "$p" = pcstream ] && policies "$c" | grep -qx hand-placed && hand_map "$c"
     daemon_down ;;
   esac
   [ "$fs" = raw ] || umount /mnt/d

@@ -25,7 +25,7 @@
 # OP: the target's reclaim unit handles, reclaim unit size and
 # over-provisioning in percent, 8, 1M and 7 unless set; PG_CKPT:
 # PostgreSQL's checkpoint_timeout in seconds, 3600 unless set; PG_SEED:
-# pgbench's random seed, the run's number unless set; see
+# pgbench's (and sysbench's) random seed, the run's number unless set; see
 # bench/fdp-guest.sh), e.g. --set RDB_CAP=320M, or --set RUHS=3 --set
 # RU_SIZE=8M --set OP=20 (reclaim units larger than F2FS's 2 MiB segments).
 #
@@ -38,6 +38,8 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 runs=3 scale=full cases=f2fs-rocksdb,f2fs-sqlite,raw-rawlife,raw-fio,ext4-rocksdb
 out=$root/bench/out-fdp render_only=0 policies= sets= docs=0
+# What --set may override (bench/fdp-guest.sh reads the same names).
+set_names="RUHS RU_SIZE OP PG_CKPT PG_SEED CAP RDB_CAP RDB_KEYS RDB_OPS RDB_L0 SQL_ROWS SQL_TXNS RAW_MIB RAW_ROUNDS FIO_SIZE FIO_IO CP_INTERVAL PG_SCALE PG_TXNS PG_WAL MY_TABLES MY_ROWS MY_TXNS MY_POOL MY_LOG F2FS_MIN_HOT"
 while [ $# -gt 0 ]; do
   case $1 in
     --runs) runs=$2; shift 2 ;;
@@ -46,10 +48,8 @@ while [ $# -gt 0 ]; do
     --out) out=$2; shift 2 ;;
     --policies) policies=$2; shift 2 ;;
     --set)
-      case $2 in
-        RUHS=*|RU_SIZE=*|OP=*|PG_CKPT=*|PG_SEED=*|CAP=*|RDB_CAP=*|RDB_KEYS=*|RDB_OPS=*|RDB_L0=*|SQL_ROWS=*|SQL_TXNS=*|RAW_MIB=*|RAW_ROUNDS=*|FIO_SIZE=*|FIO_IO=*|CP_INTERVAL=*|PG_SCALE=*|PG_TXNS=*|PG_WAL=*|MY_TABLES=*|MY_ROWS=*|MY_TXNS=*|MY_POOL=*|MY_LOG=*|F2FS_MIN_HOT=*) ;;
-        *) echo "fdp.sh: --set takes NAME=VALUE with NAME one of RUHS RU_SIZE OP PG_CKPT PG_SEED CAP RDB_CAP RDB_KEYS RDB_OPS RDB_L0 SQL_ROWS SQL_TXNS RAW_MIB RAW_ROUNDS FIO_SIZE FIO_IO CP_INTERVAL PG_SCALE PG_TXNS PG_WAL MY_TABLES MY_ROWS MY_TXNS MY_POOL MY_LOG F2FS_MIN_HOT, not '$2'" >&2; exit 2 ;;
-      esac
+      case " $set_names " in *" ${2%%=*} "*) ;; *) false ;; esac && case $2 in *=*) ;; *) false ;; esac ||
+        { echo "fdp.sh: --set takes NAME=VALUE with NAME one of $set_names, not '$2'" >&2; exit 2; }
       case ${2#*=} in ''|*[!0-9MGB]*) echo "fdp.sh: --set $2: the value must be a number (a size may end in M or G)" >&2; exit 2 ;; esac
       case $2 in RUHS=*[!0-9]*|OP=*[!0-9]*|PG_CKPT=*[!0-9]*|PG_SEED=*[!0-9]*) echo "fdp.sh: --set $2: the value must be a plain number" >&2; exit 2 ;; esac
       sets="$sets fdp.$2"; shift 2 ;;

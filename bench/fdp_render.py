@@ -27,7 +27,7 @@ DESC = {
     "f2fs-rocksdb": "db_bench fillrandom + overwrite on F2FS (1000-byte values, 4 MiB memtables and SSTs written with direct I/O)",
     "f2fs-sqlite": "sqlite3, 1000-byte rows updated in place at random, rollback journal, on F2FS",
     "f2fs-postgres": "PostgreSQL 17 pgbench (TPC-B from 4 clients, 16 MiB shared buffers, then VACUUM and CHECKPOINT) on F2FS: table files written back by the checkpointer, WAL fdatasync'ed",
-    "f2fs-mariadb": "MariaDB 11.8 / InnoDB, sysbench oltp_write_only (4 threads, 16 MiB buffer pool, 32 MiB redo log) on F2FS: every file written with O_DIRECT, so each file's hint sets its temperature (warm with none)",
+    "f2fs-mariadb": "MariaDB 11.8 / InnoDB, sysbench oltp_write_only from 4 threads (a 16 MiB buffer pool and a 32 MiB redo log at quick) on F2FS: every file written with O_DIRECT, so each file's hint sets its temperature (warm with none)",
     "raw-rawlife": "rawlife: O_DIRECT on the raw namespace through three call paths (journal ring, tables, scratch freed by BLKDISCARD)",
     "raw-fio": "fio, two jobs on one raw namespace: hot (⅛ of the LBAs, ¾ of the writes, psync) and cold (pvsync2)",
     "ext4-rocksdb": "db_bench as above on ext4: the negative control (ext4 passes no hint to an NVMe device)",
@@ -35,6 +35,7 @@ DESC = {
 # What a scale other than quick changes, per case.
 SCALE_DESC = {
     ("f2fs-rocksdb", "aged"): "; aged: a 288 MiB namespace and at most 12 L0 files, so that F2FS runs near full",
+    ("f2fs-mariadb", "full"): "; full: a 64 MiB buffer pool and a 128 MiB redo log on 1 GiB",
 }
 # The target's shape when a row names none: RUHSxRU_SIZE,opOP.
 DEFAULT_DEVICE = "8x1M,op7"
