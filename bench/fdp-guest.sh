@@ -81,6 +81,9 @@ fi
 # F2FS_MIN_HOT: F2FS's min_hot_blocks and min_fsync_blocks (unset: the
 # kernel's 16 and 8): at 0 an fsync'ed file's data keeps its hint's
 # temperature instead of going to the hot log (docs/nvme.md).
+# F2FS_DISCARD: 0 mounts F2FS with nodiscard, so the device learns that a
+# block died only when F2FS writes its address again (unset: 1, F2FS's
+# default discard, which tells the device at once).
 # RDB_L0: db_bench's level0_stop_writes_trigger (its slowdown trigger 4
 # below; unset: db_bench's 36 and 20).
 # RUHS, RU_SIZE, OP: the target's reclaim unit handles, reclaim unit size
@@ -97,8 +100,8 @@ fi
 # session 23 it was 30: time-based checkpoints, and a slower guest
 # checkpointed after fewer transactions and aged its device less
 # (docs/results-fdp.md).
-CP_INTERVAL= F2FS_MIN_HOT= PG_SEED= RUHS=8 RU_SIZE=1M OP=7 PG_CKPT=3600
-for v in PG_SEED PG_CKPT RUHS RU_SIZE OP CAP RDB_CAP RDB_KEYS RDB_OPS RDB_L0 SQL_ROWS SQL_TXNS RAW_MIB RAW_ROUNDS FIO_SIZE FIO_IO CP_INTERVAL PG_SCALE PG_TXNS PG_WAL MY_TABLES MY_ROWS MY_TXNS MY_POOL MY_LOG F2FS_MIN_HOT; do
+CP_INTERVAL= F2FS_MIN_HOT= F2FS_DISCARD=1 PG_SEED= RUHS=8 RU_SIZE=1M OP=7 PG_CKPT=3600
+for v in PG_SEED PG_CKPT RUHS RU_SIZE OP CAP RDB_CAP RDB_KEYS RDB_OPS RDB_L0 SQL_ROWS SQL_TXNS RAW_MIB RAW_ROUNDS FIO_SIZE FIO_IO CP_INTERVAL PG_SCALE PG_TXNS PG_WAL MY_TABLES MY_ROWS MY_TXNS MY_POOL MY_LOG F2FS_MIN_HOT F2FS_DISCARD; do
   o=$(arg "$v"); [ -n "$o" ] && { eval "$v=\$o"; info "$v=$o (set)"; }
 done
 POLICIES=$(arg policies)
@@ -132,7 +135,8 @@ stats() { # "host media" from the device's FDP statistics log
 fs_up() { # f2fs | ext4
   mkdir -p /mnt/d
   case $1 in
-    f2fs) mkfs.f2fs -f -q "$NS" >/dev/null && mount -t f2fs "$NS" /mnt/d &&
+    f2fs) mkfs.f2fs -f -q "$NS" >/dev/null &&
+      if [ "$F2FS_DISCARD" = 0 ]; then mount -t f2fs -o nodiscard "$NS" /mnt/d; else mount -t f2fs "$NS" /mnt/d; fi &&
       if [ -n "$CP_INTERVAL" ]; then echo "$CP_INTERVAL" >"/sys/fs/f2fs/${NS#/dev/}/cp_interval"; fi &&
       if [ -n "$F2FS_MIN_HOT" ]; then for k in min_hot_blocks min_fsync_blocks; do
         echo "$F2FS_MIN_HOT" >"/sys/fs/f2fs/${NS#/dev/}/$k"; done; fi ;;
@@ -351,6 +355,11 @@ row() { # case policy run
   fi
   # The hints the files ended with (the application's, the shim's or none).
   [ "$fs" = raw ] || info "$c $p hints: $(for f in $(find /mnt/d -type f | head -400); do lifewrite gethint "$f"; done | sort | uniq -c | tr -s ' \n' ' ')"
+  # Which files F2FS sends to its hot or cold log by their hint (SHORT = 2,
+  # EXTREME = 5; the rest is warm): name, hint, KiB, at most 20 each.
+  [ "$fs" = f2fs ] && info "$c $p hot/cold files: $(for f in $(find /mnt/d -type f | head -400); do
+    h=$(lifewrite gethint "$f"); case $h in 2|5) echo "$h ${f#/mnt/d/} $(($(stat -c %s "$f") >> 10))K" ;; esac
+  done | sort -k1,1n -k3,3nr | awk '{ if (++n[$1] <= 20) printf "%s:%s:%s ", $1 == 2 ? "hot" : "cold", $2, $3 }')"
   set -- $(stats); h1=$1; m1=$2
   secs=$(( $(date +%s) - t0 ))
   # (db_bench's stdout is buffered: its error lines come before the header.)

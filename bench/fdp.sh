@@ -21,7 +21,8 @@
 # RAW_ROUNDS, FIO_SIZE, FIO_IO, PG_SCALE, PG_TXNS, PG_WAL, MY_TABLES,
 # MY_ROWS, MY_TXNS, MY_POOL, MY_LOG; RDB_L0:
 # RocksDB's L0 stop trigger; CP_INTERVAL: F2FS's checkpoint interval;
-# F2FS_MIN_HOT: its min_hot_blocks and min_fsync_blocks; RUHS, RU_SIZE,
+# F2FS_MIN_HOT: its min_hot_blocks and min_fsync_blocks; F2FS_DISCARD=0:
+# mount F2FS with nodiscard; RUHS, RU_SIZE,
 # OP: the target's reclaim unit handles, reclaim unit size and
 # over-provisioning in percent, 8, 1M and 7 unless set; PG_CKPT:
 # PostgreSQL's checkpoint_timeout in seconds, 3600 unless set; PG_SEED:
@@ -39,7 +40,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 runs=3 scale=full cases=f2fs-rocksdb,f2fs-sqlite,raw-rawlife,raw-fio,ext4-rocksdb
 out=$root/bench/out-fdp render_only=0 policies= sets= docs=0
 # What --set may override (bench/fdp-guest.sh reads the same names).
-set_names="RUHS RU_SIZE OP PG_CKPT PG_SEED CAP RDB_CAP RDB_KEYS RDB_OPS RDB_L0 SQL_ROWS SQL_TXNS RAW_MIB RAW_ROUNDS FIO_SIZE FIO_IO CP_INTERVAL PG_SCALE PG_TXNS PG_WAL MY_TABLES MY_ROWS MY_TXNS MY_POOL MY_LOG F2FS_MIN_HOT"
+set_names="RUHS RU_SIZE OP PG_CKPT PG_SEED CAP RDB_CAP RDB_KEYS RDB_OPS RDB_L0 SQL_ROWS SQL_TXNS RAW_MIB RAW_ROUNDS FIO_SIZE FIO_IO CP_INTERVAL PG_SCALE PG_TXNS PG_WAL MY_TABLES MY_ROWS MY_TXNS MY_POOL MY_LOG F2FS_MIN_HOT F2FS_DISCARD"
 while [ $# -gt 0 ]; do
   case $1 in
     --runs) runs=$2; shift 2 ;;
