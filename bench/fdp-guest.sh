@@ -101,8 +101,10 @@ fi
 # checkpointed after fewer transactions and aged its device less
 # (docs/results-fdp.md).
 CP_INTERVAL= F2FS_MIN_HOT= F2FS_DISCARD=1 PG_SEED= RUHS=8 RU_SIZE=1M OP=7 PG_CKPT=3600
-for v in PG_SEED PG_CKPT RUHS RU_SIZE OP CAP RDB_CAP RDB_KEYS RDB_OPS RDB_L0 SQL_ROWS SQL_TXNS RAW_MIB RAW_ROUNDS FIO_SIZE FIO_IO CP_INTERVAL PG_SCALE PG_TXNS PG_WAL MY_TABLES MY_ROWS MY_TXNS MY_POOL MY_LOG F2FS_MIN_HOT F2FS_DISCARD; do
-  o=$(arg "$v"); [ -n "$o" ] && { eval "$v=\$o"; info "$v=$o (set)"; }
+# Every fdp.NAME=VALUE with an upper-case NAME is a --set (bench/fdp.sh
+# checks the names and values; its set_names is the one list of them).
+for kv in $(cat /proc/cmdline); do
+  case $kv in fdp.[[:upper:]]*=*) v=${kv#fdp.}; v=${v%%=*}; o=${kv#*=}; eval "$v=\$o"; info "$v=$o (set)" ;; esac
 done
 POLICIES=$(arg policies)
 

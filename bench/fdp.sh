@@ -39,7 +39,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 runs=3 scale=full cases=f2fs-rocksdb,f2fs-sqlite,raw-rawlife,raw-fio,ext4-rocksdb
 out=$root/bench/out-fdp render_only=0 policies= sets= docs=0
-# What --set may override (bench/fdp-guest.sh reads the same names).
+# What --set may override (bench/fdp-guest.sh takes every fdp.NAME=VALUE it is given).
 set_names="RUHS RU_SIZE OP PG_CKPT PG_SEED CAP RDB_CAP RDB_KEYS RDB_OPS RDB_L0 SQL_ROWS SQL_TXNS RAW_MIB RAW_ROUNDS FIO_SIZE FIO_IO CP_INTERVAL PG_SCALE PG_TXNS PG_WAL MY_TABLES MY_ROWS MY_TXNS MY_POOL MY_LOG F2FS_MIN_HOT F2FS_DISCARD"
 while [ $# -gt 0 ]; do
   case $1 in
