@@ -369,6 +369,9 @@ row() { # case policy run
   [ "$rc" = 0 ] && echo "CHECK $c-$p-$n ok"
   case $p in pcstream|pcstream-2)
     PCSTREAM_RUNTIME_DIR=/tmp/pcs/run pcstreamctl streams 2>&1 | sed 's/^/  | /'
+    # The heaviest call paths and where they went (which code path a
+    # hot or cold RUH's bytes came from).
+    PCSTREAM_RUNTIME_DIR=/tmp/pcs/run pcstreamctl contexts --limit 12 2>&1 | sed 's/^/  | /'
     # The hand map, where a hand-placed row of this case will use it.
     [ "$p" = pcstream ] && policies "$c" | grep -qx hand-placed && hand_map "$c"
     daemon_down ;;
