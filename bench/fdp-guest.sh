@@ -112,7 +112,7 @@ PORT=4500
 dev_up() { # a fresh device of $1 bytes
   PORT=$((PORT + 1))
   pcstreamctl target --listen 127.0.0.1:$PORT --nqn $NQN --capacity $1 --ruhs $RUHS --ru-size $RU_SIZE \
-    --op "$(awk -v p="$OP" 'BEGIN { printf "%.4f", p / 100 }')" --interval 0 --json >/tmp/target.json 2>/tmp/target.log &
+    --op "$(awk -v p="$OP" 'BEGIN { printf "%.4f", p / 100 }')" --interval 60 --json >/tmp/target.json 2>/tmp/target.log &
   TPID=$!
   sleep 1
   nvme connect -t tcp -a 127.0.0.1 -s $PORT -n $NQN >/dev/null 2>&1
@@ -124,6 +124,8 @@ dev_down() {
   nvme disconnect -n $NQN >/dev/null 2>&1
   kill -TERM $TPID; wait $TPID
   tj=$(tr -d ' \n' </tmp/target.json) # the target's report, on one line
+  # The target's line every 60 s: host MiB and where they went, over time.
+  TIMELINE=$(sed -n 's/.*host \([0-9]*\) MiB, media \([0-9]*\) MiB, WAF [0-9.]*, per-RUH host MiB \([0-9/]*\).*/\1:\2:\3/p' /tmp/target.log | tr '\n' ' ')
   RUH=$(echo "$tj" | sed 's/.*"ruh_host_bytes":\[\([^]]*\)\].*/\1/')
   RUHGC=$(echo "$tj" | sed -n 's/.*"ruh_gc_bytes":\[\([^]]*\)\].*/\1/p')
   # What the host's discards told the device (bytes that held data) and
@@ -378,6 +380,7 @@ row() { # case policy run
   esac
   [ "$fs" = raw ] || umount /mnt/d
   dev_down
+  info "$c $p device every 60 s (host:media:per-RUH host MiB): $TIMELINE"
   echo "RESULT case=$c scale=$SCALE device=${RUHS}x$RU_SIZE,op$OP policy=$p run=$n host=$((h1 - h0)) media=$((m1 - m0)) app=$app write_bytes=$wb secs=$secs ruh=$RUH${RUHGC:+ ruhgc=$RUHGC}${TRIMMED:+ trimmed=$TRIMMED}${VALID:+ valid=$VALID}$fsx$wlx"
 }
 

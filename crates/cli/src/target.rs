@@ -155,11 +155,17 @@ pub fn run(a: TargetArgs) -> anyhow::Result<ExitCode> {
         if a.interval > 0 && last.elapsed() >= Duration::from_secs(a.interval) {
             last = Instant::now();
             let s = running.stats();
+            let per_ruh: Vec<String> = s
+                .ruh_host_bytes
+                .iter()
+                .map(|b| (b >> 20).to_string())
+                .collect();
             eprintln!(
-                "pcstreamctl target: host {} MiB, media {} MiB, WAF {:.4}",
+                "pcstreamctl target: host {} MiB, media {} MiB, WAF {:.4}, per-RUH host MiB {}",
                 s.host_bytes >> 20,
                 s.media_bytes >> 20,
-                s.waf
+                s.waf,
+                per_ruh.join("/")
             );
         }
     }

@@ -142,8 +142,23 @@ impl DeviceConfig {
             internal_streams: self.internal_streams,
             ..Config::default()
         };
-        cfg.validate()?;
-        Ok(cfg)
+        match cfg.validate() {
+            // The simulator's words are blocks and streams; a target's
+            // user set reclaim units and RUHs.
+            Err(ftl_sim::ConfigError::TooLittleSpare {
+                spare,
+                open,
+                reserve,
+                ..
+            }) => Err(DeviceError::Invalid(format!(
+                "op {}: {spare} spare reclaim units of {} KiB cannot hold one open unit per \
+                 RUH ({open}), the GC reserve of {reserve} and one unit of slack; raise --op or \
+                 --capacity, or lower --ruhs or --ru-size",
+                self.op,
+                self.ru_size >> 10
+            ))),
+            r => r.map(|()| cfg).map_err(DeviceError::from),
+        }
     }
 }
 
@@ -562,5 +577,19 @@ mod tests {
         })
         .unwrap_err();
         assert!(e.to_string().contains("capacity"), "{e}");
+        // Too little over-provisioning for 4 RUHs of 1 MiB on 64 MiB: told
+        // in the target's own flags.
+        let e = Device::new(DeviceConfig {
+            ru_size: 1 << 20,
+            op: 0.07,
+            ..small()
+        })
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("reclaim units") && e.contains("--ruhs") && e.contains("--op"),
+            "{e}"
+        );
+        assert!(!e.contains("--streams"), "{e}");
     }
 }
