@@ -308,6 +308,16 @@ hand_map() { # case
     grep -E "${r%:*}" /tmp/ctx.lines | sed -n 's/.*"signature":[[:space:]]*"\([0-9a-fx]*\)".*/\1/p' |
       while read -r sig; do grep -q "^$sig " /tmp/hand.map || echo "$sig ${r##*:}" >>/tmp/hand.map; done
   done
+  # MariaDB's mariadbd exports no InnoDB symbols: its call paths are placed
+  # by the lifetime pcstreamd learnt for them, in F2FS's three temperatures
+  # (what pcstreamd's two F2FS classes leave out is the hot log): shorter
+  # than 4 MiB written -> 1 (hot), 64 MiB or longer -> 4 (cold), else 2.
+  if [ "${1#*-}" = mariadb ]; then
+    awk '{ s = l = ""
+      if (match($0, /"signature":[[:space:]]*"[0-9a-fx]*"/)) { s = substr($0, RSTART, RLENGTH); sub(/.*:[[:space:]]*"/, "", s); sub(/"$/, "", s) }
+      if (match($0, /"lifetime_estimate_bytes":[[:space:]]*[0-9.e+]+/)) { l = substr($0, RSTART, RLENGTH); sub(/.*:[[:space:]]*/, "", l) }
+      if (s != "" && l != "") print s, (l + 0 < 4194304) ? 1 : (l + 0 >= 67108864) ? 4 : 2 }' /tmp/ctx.lines >/tmp/hand.map
+  fi
   # A program without symbols (Debian's fio is stripped) has no names to
   # choose by: its two heaviest call paths get streams 1 and 2.
   if [ ! -s /tmp/hand.map ]; then
@@ -389,7 +399,7 @@ policies() { # the rows of a case, in order (hand-placed after pcstream: its map
     f2fs-rocksdb) all="none app-hints pcstream pcstream-2 hand-placed" ;;
     ext4-rocksdb) all="none app-hints pcstream" ;; # the control: one RUH whatever the policy
     f2fs-postgres) all="none pcstream pcstream-2 hand-placed" ;;
-    f2fs-mariadb) all="none pcstream pcstream-2" ;; # mariadbd exports no InnoDB symbols: no names for a hand-placed map
+    f2fs-mariadb) all="none pcstream pcstream-2 hand-placed" ;; # hand-placed: by learnt lifetime (mariadbd exports no InnoDB symbols)
     *) all="none pcstream pcstream-2 hand-placed" ;;
   esac
   for p in $all; do
