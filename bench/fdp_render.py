@@ -44,7 +44,7 @@ POLICY = {
     "app-hints": "the application's own hints (RocksDB's per-level hints, repaired by the shim)",
     "pcstream": "shim + pcstreamd learning online from an empty table",
     "pcstream-2": "shim + pcstreamd restarted from the table persisted by the run before",
-    "hand-placed": "a static map chosen by hand from that table's call paths",
+    "hand-placed": "a static map chosen by hand from that table's call paths (f2fs-mariadb: by each call path's learnt lifetime, mariadbd having no InnoDB symbols)",
 }
 
 
