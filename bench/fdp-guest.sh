@@ -140,7 +140,7 @@ fs_up() { # f2fs | ext4
   mkdir -p /mnt/d
   case $1 in
     f2fs) mkfs.f2fs -f -q "$NS" >/dev/null &&
-      if [ "$F2FS_DISCARD" = 0 ]; then mount -t f2fs -o nodiscard "$NS" /mnt/d; else mount -t f2fs "$NS" /mnt/d; fi &&
+      mount -t f2fs -o "$([ "$F2FS_DISCARD" = 0 ] && echo nodiscard || echo discard)" "$NS" /mnt/d &&
       if [ -n "$CP_INTERVAL" ]; then echo "$CP_INTERVAL" >"/sys/fs/f2fs/${NS#/dev/}/cp_interval"; fi &&
       if [ -n "$F2FS_MIN_HOT" ]; then for k in min_hot_blocks min_fsync_blocks; do
         echo "$F2FS_MIN_HOT" >"/sys/fs/f2fs/${NS#/dev/}/$k"; done; fi ;;
@@ -367,13 +367,18 @@ row() { # case policy run
     fsx="$fsx gcmoved=$(( $(cat $sd/moved_blocks_foreground 2>/dev/null || echo 0) + $(cat $sd/moved_blocks_background 2>/dev/null || echo 0) ))"
     fsx="$fsx gccalls=$(( $(cat $sd/gc_foreground_calls 2>/dev/null || echo 0) + $(cat $sd/gc_background_calls 2>/dev/null || echo 0) ))"
   fi
-  # The hints the files ended with (the application's, the shim's or none).
-  [ "$fs" = raw ] || info "$c $p hints: $(for f in $(find /mnt/d -type f | head -400); do lifewrite gethint "$f"; done | sort | uniq -c | tr -s ' \n' ' ')"
+  # The hints the files ended with (the application's, the shim's or none),
+  # read once per file: "hint path KiB".
+  if [ "$fs" != raw ]; then
+    for f in $(find /mnt/d -type f | head -400); do
+      echo "$(lifewrite gethint "$f") ${f#/mnt/d/} $(($(stat -c %s "$f") >> 10))"
+    done >/tmp/hints
+    info "$c $p hints: $(cut -d' ' -f1 /tmp/hints | sort | uniq -c | tr -s ' \n' ' ')"
+  fi
   # Which files F2FS sends to its hot or cold log by their hint (SHORT = 2,
-  # EXTREME = 5; the rest is warm): name, hint, KiB, at most 20 each.
-  [ "$fs" = f2fs ] && info "$c $p hot/cold files: $(for f in $(find /mnt/d -type f | head -400); do
-    h=$(lifewrite gethint "$f"); case $h in 2|5) echo "$h ${f#/mnt/d/} $(($(stat -c %s "$f") >> 10))K" ;; esac
-  done | sort -k1,1n -k3,3nr | awk '{ if (++n[$1] <= 20) printf "%s:%s:%s ", $1 == 2 ? "hot" : "cold", $2, $3 }')"
+  # EXTREME = 5; the rest is warm): name, KiB, at most 20 each.
+  [ "$fs" = f2fs ] && info "$c $p hot/cold files: $(awk '$1 == 2 || $1 == 5' /tmp/hints |
+    sort -k1,1n -k3,3nr | awk '{ if (++n[$1] <= 20) printf "%s:%s:%sK ", $1 == 2 ? "hot" : "cold", $2, $3 }')"
   set -- $(stats); h1=$1; m1=$2
   secs=$(( $(date +%s) - t0 ))
   # (db_bench's stdout is buffered: its error lines come before the header.)
