@@ -30,6 +30,8 @@ DESC = {
     "rocksdb-fr": "db_bench fillrandom, 2× the keys (FR)",
     "rocksdb-ycsba": "db_bench fillrandom + readrandomwriterandom 50/50 (YCSB-A-like)",
     "sqlite-tpcc": "sqlite3 CLI, TPC-C-like mix (new-order 45%, payment 43%, order-status, delivery, stock-level 4% each)",
+    "sqlite-wal": "the same TPC-C-like mix, 12 warehouses, in SQLite's WAL mode (commits append to the WAL; "
+                  "checkpoints every 1000 WAL pages write the pages back in place and restart the WAL)",
     "gcc": "synthetic C code base (96 units, thin archive, 36 MiB of uncompiled tree): full build + 29 rebuilds, a random ⅓ of the sources edited per round (gcc -O2 -g, make -j2)",
     "mixed-rocksdb-gcc": "db_bench UR (half the keys) and the gcc rounds at the same time",
     "mixed-sqlite-gcc": "SQLite TPC-C-like and the gcc rounds at the same time",
@@ -60,6 +62,7 @@ DESC_PAPER = {
     "rocksdb-ycsba": "db_bench fillrandom 450k keys + readrandomwriterandom 50/50, 900k ops, 8 KiB values (YCSB-A-like)",
     "mixed-rocksdb-gcc": "db_bench UR at the paper's settings with half the keys (450k × 8 KiB) and the gcc rounds at the same time",
     "mixed-sqlite-gcc": "SQLite TPC-C-like (1300 warehouses, 160,000 transactions) and the gcc rounds at the same time",
+    "sqlite-wal": "the SQLite TPC-C-like mix (1300 warehouses, 320,000 transactions) in SQLite's WAL mode (checkpoints every 1000 WAL pages write the pages back in place and restart the WAL)",
     "gcc": "synthetic kernel-like C code base (100 units of ≈ 2 MiB objects, a ≈ 160 MiB program relinked every round, thin archive, 1.2 GiB of uncompiled tree): full build + 29 rebuilds, a random ⅓ of the sources edited per round (gcc -O2 -g, make -j2)",
     "lucene": "Lucene 4.10 (Java): 500k documents of ≈ 1 KiB indexed, then 3M updates of random ids, all on one pool thread as in a server; NRT refresh every 5k operations, commit every 125k, an Elasticsearch-like translog, merged segments uncapped at Lucene's 5 GB default (bench/java/LuceneChurn.java)",
     "lucene-native": "Lucene 4.10 (Java): 500k documents of ≈ 1 KiB indexed, then 3M updates of random ids, all on one pool thread as in a server; NRT refresh every 5k operations, commit every 125k, an Elasticsearch-like translog, merged segments uncapped at Lucene's 5 GB default (bench/java/LuceneChurn.java); Java call paths off (PCSTREAM_JAVA=0)",

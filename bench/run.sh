@@ -59,7 +59,7 @@ esac
 # The held-out workloads (postgres, mariadb, fio-skew) come last: the
 # placement engine is never tuned on them (docs/placement.md, "Method");
 # render.py reports them apart.
-all=(rocksdb-ur rocksdb-ar rocksdb-fr rocksdb-ycsba sqlite-tpcc gcc mixed-rocksdb-gcc mixed-sqlite-gcc lucene lucene-native h2 h2-native
+all=(rocksdb-ur rocksdb-ar rocksdb-fr rocksdb-ycsba sqlite-tpcc sqlite-wal gcc mixed-rocksdb-gcc mixed-sqlite-gcc lucene lucene-native h2 h2-native
   postgres mariadb fio-skew)
 workloads=("${all[@]}")
 # --only re-records some workloads; compare still takes every trace in $out.
@@ -123,7 +123,10 @@ ctl=$target/release/pcstreamctl
 
 # gcc code base (gen_cbase.py): FILES FUNCS TYPES TREE_MIB.
 # SQLite TPC-C-like (gen_tpcc.py): WAREHOUSES TRANSACTIONS; the mix with gcc
-# runs its own set (mix_warehouses mix_txns). At the paper's scale SQLite
+# runs its own set (mix_warehouses mix_txns), and so does sqlite-wal (the
+# same script in WAL mode: wal_warehouses wal_txns; at `full` three times
+# the warehouses, since a WAL that is checkpointed and reused in place ages
+# a device less than a rollback journal created and deleted per commit). At the paper's scale SQLite
 # alone is a ≈ 1.8 GiB database written ≈ 22× (44 GB reach the device,
 # 8–9 min per recording here, and 4 min to generate its 2.3 GB script),
 # the mix the same database written ≈ 11× beside the gcc rounds.
@@ -137,9 +140,10 @@ elif [ $scale = paper ]; then
   # 1.2 GiB of sources the build never compiles, on 2 GiB (device_size).
   gcc_files=(100 4 1000 1200)
 else
-  files=(96 4 10 36) warehouses=4 txns=2500
+  files=(96 4 10 36) warehouses=4 txns=2500 wal_warehouses=12 wal_txns=5000
 fi
 mix_warehouses=${mix_warehouses:-$warehouses} mix_txns=${mix_txns:-$txns}
+wal_warehouses=${wal_warehouses:-$warehouses} wal_txns=${wal_txns:-$txns}
 mkdir -p "$out"
 traces=()
 if [ $replay_only = 0 ]; then
@@ -156,6 +160,14 @@ case " ${workloads[*]} " in *" sqlite-tpcc "*)
 esac
 case " ${workloads[*]} " in *" mixed-sqlite-gcc "*)
   python3 "$here/gen_tpcc.py" "$mix_warehouses" "$mix_txns" >"$data/tpcc-mix.sql" ;;
+esac
+# sqlite-wal reads tpcc.sql where its set is the same (workloads.sh).
+case " ${workloads[*]} " in *" sqlite-wal "*)
+  if [ "$wal_warehouses $wal_txns" != "$warehouses $txns" ]; then
+    python3 "$here/gen_tpcc.py" "$wal_warehouses" "$wal_txns" >"$data/tpcc-wal.sql"
+  elif ! case " ${workloads[*]} " in *" sqlite-tpcc "*) true ;; *) false ;; esac; then
+    python3 "$here/gen_tpcc.py" "$warehouses" "$txns" >"$data/tpcc.sql"
+  fi ;;
 esac
 case " ${workloads[*]} " in *" lucene "*|*" lucene-native "*|*" h2 "*|*" h2-native "*)
   bash "$here/java/build.sh" "$data/java" ;;
@@ -188,6 +200,10 @@ device_size() {
   # 2026-11-28 (bench/README.md); with the earlier 32 MiB cap 335 MB on
   # 448M. `paper` 2560M: the 2G of the 64 MiB cap (peak live 1.58 GiB)
   # scaled by the same growth, not measured.
+  # sqlite-wal: its database and WAL, reused in place, are nearly all the
+  # device holds: 42M at `full` (12 warehouses: footprint 32.5 MiB, 77%,
+  # baseline WAF 1.12; on 48M 1.04; on 37M it ran out of space), measured
+  # 2026-11-29; `paper` at the same ratio of its ≈ 1.84 GiB (not measured).
   # h2: MVStore's one file never shrinks while it runs and is overwritten
   # in place, so without TRIM all of it stays valid on the device: the
   # recording's footprint (file + ext4) is 86% of 272M at `full` (≈ 207
@@ -207,6 +223,7 @@ device_size() {
       rocksdb-*) echo 12G; return ;;
       gcc) echo 2G; return ;;
       sqlite-tpcc) echo 2560M; return ;;
+      sqlite-wal) echo 2432M; return ;;
       mixed-rocksdb-gcc) echo 6G; return ;;
       mixed-sqlite-gcc) echo 2624M; return ;;
       lucene|lucene-native) echo 2560M; return ;;
@@ -222,6 +239,7 @@ device_size() {
     rocksdb-fr) echo 576M ;;
     rocksdb-ycsba) echo 256M ;;
     sqlite-tpcc) echo 40M ;;
+    sqlite-wal) echo 42M ;;
     gcc) echo 64M ;;
     mixed-rocksdb-gcc) echo 288M ;;
     mixed-sqlite-gcc) echo 96M ;;

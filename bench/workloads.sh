@@ -79,6 +79,18 @@ sqlite_tpcc() {
   sqlite3 "$1" <"$2" >/dev/null
 }
 
+# The same TPC-C-like script with SQLite's write-ahead log instead of its
+# rollback journal (PRAGMA journal_mode=WAL, as Android and browsers run
+# SQLite): commits append to tpcc.db-wal, and every 1000 WAL pages (SQLite's
+# default wal_autocheckpoint) a checkpoint writes the pages back into the
+# database in place and the WAL starts over from its beginning: an
+# in-place database with a checkpointer, like PostgreSQL's or InnoDB's.
+sqlite_wal() {
+  grep -qx 'PRAGMA journal_mode=DELETE;' "$2" ||
+    { echo "workloads.sh: $2 has no 'PRAGMA journal_mode=DELETE;' line to turn into WAL mode" >&2; exit 1; }
+  sed 's/^PRAGMA journal_mode=DELETE;$/PRAGMA journal_mode=WAL;/' "$2" | sqlite3 "$1" >/dev/null
+}
+
 # Lucene 4.10 (Debian's liblucene4.10-java) indexing documents of ≈ 1 KiB
 # and then updating random ids, with an Elasticsearch-like translog, NRT
 # refreshes and commits (bench/java/LuceneChurn.java): DOCS UPDATES RAM_MB
@@ -272,6 +284,10 @@ case "$wl" in
   rocksdb-ar) rocks db --benchmarks=appendrandom,appendrandom --value_size="$AR" ;;
   rocksdb-ycsba) rocks db --benchmarks=fillrandom,readrandomwriterandom --readwritepercent=50 --num=$((KEYS / 2)) --reads=$((KEYS)) ;;
   sqlite-tpcc) sqlite_tpcc tpcc.db "$data/tpcc.sql" ;;
+  sqlite-wal)
+    src=$data/tpcc-wal.sql
+    [ -f "$src" ] || src=$data/tpcc.sql
+    sqlite_wal tpcc.db "$src" ;;
   # lucene-native: the same run with Java call paths off (PCSTREAM_JAVA=0):
   # the JVM's writes get the native signatures of the JDK's natives, what
   # the paper's PCStream sees without its JDK change.

@@ -202,6 +202,11 @@ fn bench_sqlite_tpcc() {
 }
 
 #[test]
+fn bench_sqlite_wal() {
+    record_and_check("sqlite-wal");
+}
+
+#[test]
 fn bench_gcc_rounds() {
     record_and_check("gcc");
 }
