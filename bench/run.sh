@@ -155,7 +155,7 @@ if [ -n "${gcc_files:-}" ]; then
     python3 "$here/gen_cbase.py" "$data/cbase-gcc" "${gcc_files[@]}" ;;
   esac
 fi
-case " ${workloads[*]} " in *" sqlite-tpcc "*)
+case " ${workloads[*]} " in *" sqlite-tpcc "*|*" sqlite-wal "*)
   python3 "$here/gen_tpcc.py" "$warehouses" "$txns" >"$data/tpcc.sql" ;;
 esac
 case " ${workloads[*]} " in *" mixed-sqlite-gcc "*)
@@ -163,11 +163,8 @@ case " ${workloads[*]} " in *" mixed-sqlite-gcc "*)
 esac
 # sqlite-wal reads tpcc.sql where its set is the same (workloads.sh).
 case " ${workloads[*]} " in *" sqlite-wal "*)
-  if [ "$wal_warehouses $wal_txns" != "$warehouses $txns" ]; then
-    python3 "$here/gen_tpcc.py" "$wal_warehouses" "$wal_txns" >"$data/tpcc-wal.sql"
-  elif ! case " ${workloads[*]} " in *" sqlite-tpcc "*) true ;; *) false ;; esac; then
-    python3 "$here/gen_tpcc.py" "$warehouses" "$txns" >"$data/tpcc.sql"
-  fi ;;
+  [ "$wal_warehouses $wal_txns" = "$warehouses $txns" ] ||
+    python3 "$here/gen_tpcc.py" "$wal_warehouses" "$wal_txns" >"$data/tpcc-wal.sql" ;;
 esac
 case " ${workloads[*]} " in *" lucene "*|*" lucene-native "*|*" h2 "*|*" h2-native "*)
   bash "$here/java/build.sh" "$data/java" ;;
