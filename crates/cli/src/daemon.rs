@@ -407,6 +407,8 @@ pub(crate) fn context_json(
         "lifetime_estimate_bytes": life(x.estimate_log2_lifetime_pages),
         "lifetime_mean_bytes": (x.lifetime_samples > 0).then(|| 2f64.powf(x.mean_log2_lifetime_pages) * 4096.0),
         "lifetime_histogram_log2_pages": x.lifetime_histogram, "programs": x.programs, "frames": frames,
+        "refines": (x.refines != 0).then(|| format!("{:016x}", x.refines)),
+        "age_class": (x.refines != 0).then_some(x.age_class),
     })
 }
 
@@ -443,10 +445,24 @@ fn contexts_text(rows: &[serde_json::Value]) -> String {
         } else {
             uid.to_string()
         };
-        let progs: Vec<&str> = r["programs"]
+        let mut progs: Vec<String> = r["programs"]
             .as_array()
-            .map(|a| a.iter().filter_map(|p| p.as_str()).collect())
+            .map(|a| {
+                a.iter()
+                    .filter_map(|p| p.as_str().map(String::from))
+                    .collect()
+            })
             .unwrap_or_default();
+        if let (Some(parent), Some(class)) = (r["refines"].as_str(), r["age_class"].as_u64()) {
+            // Pages this call path rewrote 4^(class-1)..4^class pages
+            // after their previous write.
+            let lo = 4f64.powi(class as i32 - 1) * 4096.0;
+            progs.push(format!(
+                "{parent}, rewrites after {}..{}",
+                human_bytes(lo),
+                human_bytes(lo * 4.0)
+            ));
+        }
         s.push_str(&format!(
             "{:<16} {:>6} {:<11} {:>6} {:>11} {:>7} {:>13}  {}\n",
             r["signature"].as_str().unwrap_or(""),

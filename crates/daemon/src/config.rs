@@ -40,6 +40,10 @@ pub struct Config {
     pub share_between_users: bool,
     /// Signatures whose frames and programs are kept for `contexts`.
     pub max_signatures: usize,
+    /// Learn an in-place `O_DIRECT` write under its call path refined by
+    /// how long ago the shim saw the page it overwrites written
+    /// (`OnlineConfig::refine_by_age`); false: the call path alone.
+    pub refine_by_age: bool,
     /// Call paths one uid may bring into its learner, and descriptions it
     /// may add (`quota.rs`).
     pub max_signatures_per_user: usize,
@@ -119,6 +123,7 @@ impl Default for Config {
             chunk_kib: 1024,
             share_between_users: false,
             max_signatures: 100_000,
+            refine_by_age: true,
             max_signatures_per_user: 20_000,
             save_interval_s: 60,
             max_datagram_bytes: 1 << 20,
@@ -327,6 +332,7 @@ impl Config {
             },
             share_between_users: self.share_between_users,
             max_signatures: self.max_signatures,
+            refine_by_age: self.refine_by_age,
         }
     }
 }

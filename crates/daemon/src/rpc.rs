@@ -234,6 +234,8 @@ impl proto::pc_stream_server::PcStream for Service {
                     dead_pages: s.dead_pages,
                     lifetime_histogram: s.hist.clone(),
                     estimate_log2_lifetime_pages: s.estimate_log2().unwrap_or(f64::NAN),
+                    refines: info.and_then(|i| i.refines).map_or(0, |r| r.0),
+                    age_class: info.and_then(|i| i.refines).map_or(0, |r| r.1),
                 });
             }
         }

@@ -41,6 +41,9 @@ pub const SYSLOG: &str = "PCSTREAM_SYSLOG";
 pub const JAVA: &str = "PCSTREAM_JAVA";
 /// Java frames per signature (1..=16, default 16; JDK I/O plumbing not counted).
 pub const JAVA_FRAMES: &str = "PCSTREAM_JAVA_FRAMES";
+/// Pages whose last write the shim remembers to give in-place `O_DIRECT`
+/// writes their age class (default 262144, 4 MiB; 0 = off).
+pub const PAGE_AGES: &str = "PCSTREAM_PAGE_AGES";
 
 /// Every variable the shim reads, for tests and documentation.
 pub const SHIM_VARS: &[&str] = &[
@@ -58,4 +61,5 @@ pub const SHIM_VARS: &[&str] = &[
     SYSLOG,
     JAVA,
     JAVA_FRAMES,
+    PAGE_AGES,
 ];

@@ -66,7 +66,14 @@ pub struct OnlineConfig {
     pub share_between_users: bool,
     /// Signatures whose frames and programs are remembered.
     pub max_signatures: usize,
+    /// Learn a write that carries an age class (`WriteEvent.age_class`:
+    /// the shim saw the page it overwrites written that long ago) under
+    /// its signature refined by the class ([`age_key`]), the key the shim
+    /// looks its stream up by; else under the bare signature.
+    pub refine_by_age: bool,
 }
+
+pub use crate::signature::age_key;
 
 /// Counters of the engine.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -95,6 +102,10 @@ pub struct SigInfo {
     pub frames: Vec<(u64, u64)>,
     /// Executables that wrote through it (at most 8).
     pub programs: BTreeSet<String>,
+    /// For a key refined by age ([`age_key`]): the signature it refines
+    /// and the age class (its frames are that signature's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refines: Option<(u64, u32)>,
 }
 
 /// A loaded module as a shim described it.
@@ -369,6 +380,27 @@ impl Engine {
             .sum()
     }
 
+    /// Remembers that `key` is `sig` refined by age class `class` (shown
+    /// with `sig`'s frames), within [`OnlineConfig::max_signatures`].
+    fn note_refined(&mut self, key: u64, sig: u64, class: u32) {
+        if self.sigs.contains_key(&key) || self.sigs.len() >= self.cfg.max_signatures {
+            return;
+        }
+        let frames = self
+            .sigs
+            .get(&sig)
+            .map(|i| i.frames.clone())
+            .unwrap_or_default();
+        self.sigs.insert(
+            key,
+            SigInfo {
+                frames,
+                programs: BTreeSet::new(),
+                refines: Some((sig, class)),
+            },
+        );
+    }
+
     /// Ingests one batch sent by process `pid` of user `uid`, every event
     /// in the `hints` domain.
     pub fn ingest(&mut self, uid: u32, pid: u32, batch: &wire::EventBatch) {
@@ -446,6 +478,15 @@ impl Engine {
                         }
                     }
                 }
+                let sig = if self.cfg.refine_by_age {
+                    let k = age_key(w.signature, w.age_class);
+                    if k != w.signature {
+                        self.note_refined(k, w.signature, w.age_class);
+                    }
+                    k
+                } else {
+                    w.signature
+                };
                 let file = Some(file_of(&w.file));
                 let first = w.offset / PAGE;
                 let end = w.offset.saturating_add(w.len).div_ceil(PAGE);
@@ -460,7 +501,7 @@ impl Engine {
                         pages: 1,
                         file,
                         file_page: first,
-                        signature: (w.signature != 0).then_some(w.signature),
+                        signature: (sig != 0).then_some(sig),
                         ..Default::default()
                     },
                     end - first,

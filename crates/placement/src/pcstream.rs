@@ -191,14 +191,7 @@ pub const MIN_SETTLED_WRITES: u32 = 3;
 /// Keys tracked per file for `file_affinity`.
 const AFFINITY_KEYS: usize = 4;
 
-/// Mixes a refinement into a key (splitmix64 finaliser; never 0).
-pub fn refine_key(key: u64, salt: u64) -> u64 {
-    let mut z = key ^ salt.wrapping_mul(0x9e37_79b9_7f4a_7c15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^= z >> 31;
-    z.max(1)
-}
+pub use crate::signature::refine_key;
 
 /// The `pcstream` policy. See the module docs.
 #[derive(Debug)]

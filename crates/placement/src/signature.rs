@@ -128,6 +128,30 @@ pub fn signature_of(frames: impl IntoIterator<Item = (u64, u64)>) -> Signature {
     b.finish()
 }
 
+/// Mixes a refinement into a key (splitmix64 finaliser; never 0).
+pub fn refine_key(key: u64, salt: u64) -> u64 {
+    let mut z = key ^ salt.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^= z >> 31;
+    z.max(1)
+}
+
+/// The key a write of signature `sig` with age class `age_class` is
+/// learnt and looked up under: `sig` itself for class 0 (a free page, or
+/// no age known), else `sig` refined by the class's bucket as the
+/// replay's `prev_lifetime` refinement keys it
+/// ([`refine_key`]`(sig, 0x10000 | bucket)`),
+/// so that the live keys and the replayed ones are the same function of
+/// a page's previous lifetime.
+pub fn age_key(sig: u64, age_class: u32) -> u64 {
+    if age_class == 0 || sig == 0 {
+        sig
+    } else {
+        refine_key(sig, 0x1_0000 | u64::from(age_class - 1))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

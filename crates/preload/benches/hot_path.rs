@@ -137,7 +137,7 @@ fn bench_on(c: &mut Criterion, t: &Thread) {
         dev: 2049,
         ino: 1234,
     };
-    let w = [1u64 << 30, 4096, 0x9234_5678_9abc_def0, 2, 3, 1];
+    let w = [1u64 << 30, 4096, 0x9234_5678_9abc_def0, 2, 3, 1, 0];
     let mut buf = [0u8; 256];
     g.bench_function("encode_write_event", |b| {
         // As a batch's drain does: one encoder for the thread's writes.
@@ -167,6 +167,7 @@ fn bench_on(c: &mut Criterion, t: &Thread) {
                     stream: 2,
                     hint: 3,
                     call: WriteCall::Write,
+                    age_class: 0,
                 },
                 u64::MAX,
                 false,

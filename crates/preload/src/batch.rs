@@ -76,8 +76,11 @@ pub struct RawWrite {
     pub signature: u64,
     /// `WriteEvent.stream`.
     pub stream: u32,
-    /// `WriteEvent.hint`.
-    pub hint: u32,
+    /// `WriteEvent.hint` (an `RWH_WRITE_LIFE_*` value or a raw node's
+    /// hint: < 256).
+    pub hint: u16,
+    /// `WriteEvent.age_class` (`pageage.rs`).
+    pub age: u16,
     /// `WriteEvent.call`.
     pub call: u32,
     /// Writes merged into this record (`WriteEvent.calls` - 1; its batch age
@@ -103,16 +106,24 @@ impl RawWrite {
             len,
             signature,
             stream,
-            hint,
+            hint: hint as u16,
+            age: 0,
             call,
             conts: 0,
         }
     }
 
+    /// This record with age class `age` (`WriteEvent.age_class`; at most
+    /// 127, one byte of varint: the encoder's entry stays < 128 bytes).
+    pub fn with_age(mut self, age: u32) -> RawWrite {
+        self.age = age.min(127) as u16;
+        self
+    }
+
     /// The length of this record extended by `w`, when `w` continues it.
     #[inline(always)]
     fn continued_by(&self, w: &RawWrite) -> Option<u64> {
-        if self.file != w.file || (self.hint, self.call) != (w.hint, w.call) {
+        if self.file != w.file || (self.hint, self.age, self.call) != (w.hint, w.age, w.call) {
             return None;
         }
         let end = self.offset.wrapping_add(self.len);
@@ -137,7 +148,7 @@ impl RawWrite {
         }
     }
 
-    fn fields(&self) -> [u64; 6] {
+    fn fields(&self) -> [u64; 7] {
         [
             self.offset,
             self.len,
@@ -145,6 +156,7 @@ impl RawWrite {
             self.stream as u64,
             self.hint as u64,
             self.call as u64,
+            self.age as u64,
         ]
     }
 }
@@ -163,6 +175,7 @@ const NO_RAW: RawWrite = RawWrite {
     signature: 0,
     stream: 0,
     hint: 0,
+    age: 0,
     call: 0,
     conts: 0,
 };
@@ -622,9 +635,11 @@ pub fn push(t: &Thread, kind: &Kind<'_>, flush_ns: u64, force: bool) {
         stream,
         hint,
         call,
+        age_class,
     } = *kind
     {
-        let w = RawWrite::new(file, offset, len, signature, stream, hint, call as u32);
+        let w = RawWrite::new(file, offset, len, signature, stream, hint, call as u32)
+            .with_age(age_class);
         push_write(t, w, flush_ns, force);
         return;
     }

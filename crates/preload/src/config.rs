@@ -78,6 +78,8 @@ pub struct Config {
     pub java: bool,
     /// `PCSTREAM_JAVA_FRAMES`: Java frames per signature.
     pub java_frames: usize,
+    /// `PCSTREAM_PAGE_AGES`: pages the age table holds (`pageage.rs`; 0 = off).
+    pub page_ages: usize,
     /// `PCSTREAM_SYSFS`: where sysfs is (tests: a device with write
     /// streams on a host without one).
     pub sysfs: PathBuf,
@@ -102,6 +104,7 @@ impl Default for Config {
             debug: false,
             java: true,
             java_frames: MAX_FRAMES,
+            page_ages: crate::pageage::DEFAULT_SLOTS,
             sysfs: PathBuf::from("/sys"),
             syslog: PathBuf::from(crate::syslog::DEFAULT_SYSLOG),
         }
@@ -207,6 +210,12 @@ impl Config {
             match v.trim().parse::<usize>() {
                 Ok(k) if (1..=MAX_FRAMES).contains(&k) => c.java_frames = k,
                 _ => complain(env::JAVA_FRAMES, v, "an integer in 1..=16"),
+            }
+        }
+        if let Some(v) = text(env::PAGE_AGES) {
+            match v.trim().parse::<usize>() {
+                Ok(k) if k <= 1 << 26 => c.page_ages = k,
+                _ => complain(env::PAGE_AGES, v, "a page count in 0..=67108864"),
             }
         }
         if let Some(v) = text(env::JAVA) {

@@ -200,6 +200,8 @@ pub enum Kind<'a> {
         stream: u32,
         hint: u32,
         call: WriteCall,
+        /// `WriteEvent.age_class` (0: none).
+        age_class: u32,
     },
     /// `InvalidateEvent`.
     Invalidate {
@@ -262,6 +264,7 @@ pub fn encode_event(e: &mut Enc<'_>, time_ns: u64, tid: u32, kind: &Kind<'_>) {
             stream,
             hint,
             call,
+            age_class,
         } => e.message(10, |e| {
             file_id(e, 1, file);
             e.uint(2, offset);
@@ -270,6 +273,7 @@ pub fn encode_event(e: &mut Enc<'_>, time_ns: u64, tid: u32, kind: &Kind<'_>) {
             e.uint(5, stream as u64);
             e.uint(6, hint as u64);
             e.uint(7, call as u64);
+            e.uint(9, age_class as u64);
         }),
         Kind::Invalidate {
             file,
@@ -506,7 +510,7 @@ impl WriteEncoder {
         out: *mut u8,
         now: u64,
         f: FileId,
-        w: &[u64; 6],
+        w: &[u64; 7],
         calls: u64,
     ) -> usize {
         if f != self.file {
@@ -514,7 +518,8 @@ impl WriteEncoder {
         }
         // SAFETY: every write below stays within the 92-byte entry plus the
         // scratch bytes a field may store past its end (≤ 32, the file
-        // copy), and `calls` (≤ 11 more): < WRITE_ENTRY_ROOM.
+        // copy), and `calls` and `age_class` (≤ 11 more each):
+        // < WRITE_ENTRY_ROOM.
         unsafe {
             out.write(0x1a); // EventBatch.events; length at out+1
             let mut p = put_uint(out.add(2), 0x08, now); // Event.time_ns
@@ -532,6 +537,7 @@ impl WriteEncoder {
             p = put_uint(p, 0x20, w[2]); // signature
             p = put_small3(p, 0x28, [w[3], w[4], w[5]]); // stream, hint, call
             p = put_uint(p, 0x40, calls); // calls (0: absent, one call)
+            p = put_uint(p, 0x48, w[6]); // age_class (0: absent)
             wlen.write(p.offset_from(body) as u8);
             out.add(1).write(p.offset_from(out) as u8 - 2);
             p.offset_from(out) as usize
@@ -539,7 +545,7 @@ impl WriteEncoder {
     }
 
     /// One entry at the start of `buf`; `None` when it does not fit.
-    /// `w` = offset, len, signature, stream, hint, call; `calls`: the calls
+    /// `w` = offset, len, signature, stream, hint, call, age class; `calls`: the calls
     /// the event stands for when more than one (0: one, not encoded).
     #[inline]
     pub fn entry(
@@ -547,7 +553,7 @@ impl WriteEncoder {
         buf: &mut [u8],
         now: u64,
         f: FileId,
-        w: &[u64; 6],
+        w: &[u64; 7],
         calls: u64,
     ) -> Option<usize> {
         if buf.len() >= WRITE_ENTRY_ROOM {
@@ -571,7 +577,7 @@ pub fn encode_write_entry(
     now: u64,
     tid: u32,
     f: FileId,
-    w: &[u64; 6],
+    w: &[u64; 7],
 ) -> Option<usize> {
     WriteEncoder::new(tid).entry(buf, now, f, w, 0)
 }
@@ -600,6 +606,7 @@ mod tests {
             stream: 3,
             hint: 4,
             call: WriteCall::Pwrite,
+            age_class: 3,
         });
         assert_eq!(ev.time_ns, 123_456_789);
         assert_eq!(ev.tid, 42);
@@ -612,8 +619,8 @@ mod tests {
             (1 << 40, 4096, 0xdead_beef_0123_4567)
         );
         assert_eq!(
-            (w.stream, w.hint, w.call),
-            (3, 4, wire::WriteCall::Pwrite as i32)
+            (w.stream, w.hint, w.call, w.age_class),
+            (3, 4, wire::WriteCall::Pwrite as i32, 3)
         );
     }
 
@@ -677,15 +684,15 @@ mod tests {
     #[test]
     fn fast_write_encoder_matches_the_generic_one() {
         let cases = [
-            (FileId { dev: 0, ino: 5 }, [0u64, 4096, 77, 0, 0, 1]),
+            (FileId { dev: 0, ino: 5 }, [0u64, 4096, 77, 0, 0, 1, 0]),
             (
                 FileId {
                     dev: 2049,
                     ino: 1 << 40,
                 },
-                [1 << 50, 1, u64::MAX, 4, 5, 5],
+                [1 << 50, 1, u64::MAX, 4, 5, 5, 2],
             ),
-            (FileId::default(), [0; 6]),
+            (FileId::default(), [0; 7]),
             (
                 // The largest body the stack buffer must hold.
                 FileId {
@@ -699,6 +706,7 @@ mod tests {
                     u32::MAX as u64,
                     u32::MAX as u64,
                     5,
+                    127,
                 ],
             ),
             (
@@ -706,14 +714,14 @@ mod tests {
                     dev: 1 << 7,
                     ino: 1 << 14,
                 },
-                [1 << 21, 1 << 28, 1 << 35, 127, 128, 1],
+                [1 << 21, 1 << 28, 1 << 35, 127, 128, 1, 16],
             ),
             (
                 FileId {
                     dev: (1 << 56) - 1,
                     ino: 1 << 56,
                 },
-                [(1 << 63) + 1, 1 << 49, (1 << 62) | 3, 0, 7, 5],
+                [(1 << 63) + 1, 1 << 49, (1 << 62) | 3, 0, 7, 5, 1],
             ),
         ];
         let stamps = [(99, 7), (0, 0), (u64::MAX, u32::MAX), (1 << 50, 123_456)];
@@ -740,6 +748,7 @@ mod tests {
                         stream: w[3] as u32,
                         hint: w[4] as u32,
                         call,
+                        age_class: w[6] as u32,
                     },
                 )
             });
@@ -759,7 +768,7 @@ mod tests {
     #[test]
     fn a_coalesced_write_says_how_many_calls() {
         let f = FileId { dev: 1, ino: 2 };
-        let w = [0, 50 * 4096, 9, 1, 2, WriteCall::Write as u64];
+        let w = [0, 50 * 4096, 9, 1, 2, WriteCall::Write as u64, 0];
         for calls in [0u64, 2, 50, u32::MAX as u64] {
             let mut buf = [0u8; 256];
             let n = WriteEncoder::new(7)
@@ -787,7 +796,15 @@ mod tests {
         ];
         let mut enc = WriteEncoder::new(4242);
         for (i, f) in files.into_iter().enumerate() {
-            let w = [i as u64 * 4096, 4096, 0xfeed_0000 + i as u64, 0, 3, 1];
+            let w = [
+                i as u64 * 4096,
+                4096,
+                0xfeed_0000 + i as u64,
+                0,
+                3,
+                1,
+                i as u64,
+            ];
             let mut got = [0u8; 256];
             let n = enc.entry(&mut got, 1 << 44, f, &w, 0).unwrap();
             let mut want = [0u8; 256];

@@ -34,7 +34,7 @@ const NAMED: u32 = 8;
 const SHARED: u32 = 16;
 /// A block device with write streams (`rawdev.rs`).
 const RAW: u32 = 32;
-/// Opened `O_DIRECT` (raw entries only).
+/// Opened `O_DIRECT` (or set so by `F_SETFL`).
 const DIRECT: u32 = 64;
 /// The disk's write-stream count (raw entries), in bits 8..16.
 const STREAMS_SHIFT: u32 = 8;
@@ -100,6 +100,9 @@ pub struct FdInfo {
     /// Whether it is a block device whose disk has write streams (see
     /// [`raw`] for the rest).
     pub raw: bool,
+    /// Whether the descriptor is `O_DIRECT` (known from the table only:
+    /// false without an entry).
+    pub direct: bool,
 }
 
 /// What a raw entry (a block device with write streams) adds.
@@ -186,6 +189,11 @@ pub fn set(fd: i32, st: &libc::stat, oflags: i32, may_track: bool) {
                 APPEND
             } else {
                 0
+            }
+            | if regular && oflags & libc::O_DIRECT != 0 {
+                DIRECT
+            } else {
+                0
             },
         Ordering::Relaxed,
     );
@@ -254,6 +262,7 @@ pub fn get(fd: i32) -> Option<FdInfo> {
         table: true,
         shared: flags & SHARED != 0,
         raw: flags & RAW != 0,
+        direct: flags & DIRECT != 0,
     })
 }
 
@@ -394,6 +403,7 @@ pub fn info(fd: i32) -> Option<FdInfo> {
         table: false,
         shared: false,
         raw: false,
+        direct: false,
     })
 }
 

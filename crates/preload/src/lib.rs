@@ -51,6 +51,7 @@ pub(crate) mod hot;
 pub(crate) mod java;
 pub(crate) mod live;
 pub(crate) mod modules;
+pub(crate) mod pageage;
 pub(crate) mod rawdev;
 pub(crate) mod real;
 pub(crate) mod record;

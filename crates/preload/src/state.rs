@@ -278,6 +278,7 @@ pub unsafe fn init(argc: i32, argv: *const *const libc::c_char) {
     }
     set_hot(&c);
     crate::java::configure(c.java, c.java_frames);
+    crate::pageage::configure(c.page_ages);
     let _ = CONFIG.set(c);
     let mut args = Vec::new();
     if !argv.is_null() {

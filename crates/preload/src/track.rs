@@ -60,6 +60,9 @@ impl Before {
             return true;
         }
         match (self.info, self.hit) {
+            // An in-place O_DIRECT write's age picks among the live
+            // table's refined keys (`pageage.rs`).
+            (Some(i), _) if i.direct && !hint::have_map() && crate::live::present() => true,
             (_, Some((_, 0))) => false,
             (Some(info), Some((_, stream))) if hint::have_map() => {
                 settled_hint(fd, info, stream).is_none()
@@ -201,7 +204,8 @@ pub unsafe fn write(
                 Some(o) => o,
                 None => files::advance(fd, n),
             };
-            let stream = file_stream(signature, stream, info);
+            let age = age_of(info, offset, n);
+            let stream = aged_stream(signature, stream, info, age);
             let hint_now = inode_hint(fd, info, stream);
             state::emit_write(
                 t,
@@ -213,11 +217,12 @@ pub unsafe fn write(
                     stream,
                     hint_now as u32,
                     call as u32,
-                ),
+                )
+                .with_age(age),
             );
             return;
         }
-        if !events_on() && info.regular {
+        if !events_on() && info.regular && !info.direct {
             // A mapping alone: the hint is all a write can change. A known
             // call path whose stream's hint the descriptor's copy shows
             // settled on the inode (what `inode_hint` returns at once) is
@@ -256,8 +261,9 @@ unsafe fn write_general(
         }
         return;
     }
-    if !events_on() {
-        // Only the hint matters (no event carries the offset).
+    if !events_on() && !info.direct {
+        // Only the hint matters (no event carries the offset; an O_DIRECT
+        // write's age needs it).
         // SAFETY: forwarded caller contract.
         unsafe { finish_write(t, fd, info, 0, n, call, rec, b) };
         return;
@@ -309,7 +315,8 @@ pub(crate) unsafe fn finish_write(
             unsafe { capture_described(t, rec) }?
         }
     };
-    let stream = file_stream(signature, stream, info);
+    let age = age_of(info, offset, n);
+    let stream = aged_stream(signature, stream, info, age);
     let hint_now = inode_hint(fd, info, stream);
     if events_on() {
         if !info.named {
@@ -326,7 +333,8 @@ pub(crate) unsafe fn finish_write(
                 stream,
                 hint_now as u32,
                 call as u32,
-            ),
+            )
+            .with_age(age),
         );
     }
     Some((stream, hint_now as u32))
@@ -355,6 +363,46 @@ fn file_stream(sig: u64, cached: u32, info: files::FdInfo) -> u32 {
         salted_stream(sig, info.id)
     } else {
         crate::live::stream(sig)
+    }
+}
+
+/// The age class of an `O_DIRECT` write to a regular file (`pageage.rs`),
+/// recorded when it can matter (events go out, or a live table is
+/// mapped); 0 for every other write.
+#[inline(always)]
+fn age_of(info: files::FdInfo, offset: u64, n: u64) -> u32 {
+    if info.direct && info.regular && (events_on() || crate::live::present()) {
+        crate::pageage::touch(info.id, offset, n)
+    } else {
+        0
+    }
+}
+
+/// [`file_stream`] for a write of age class `age`: the live table's
+/// stream for the signature refined by the age
+/// (`online::age_key`, as the daemon learnt it) when it has one, else the
+/// signature's. A static map (`PCSTREAM_MAP`) is per signature.
+#[inline(always)]
+fn aged_stream(sig: u64, cached: u32, info: files::FdInfo, age: u32) -> u32 {
+    if age == 0 || hint::have_map() {
+        file_stream(sig, cached, info)
+    } else {
+        refined_stream(sig, cached, info, age)
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn refined_stream(sig: u64, cached: u32, info: files::FdInfo, age: u32) -> u32 {
+    let key = pcstream_placement::signature::age_key(sig, age);
+    let key = if crate::domain::any_salted() {
+        crate::domain::key(key, info.id)
+    } else {
+        key
+    };
+    match crate::live::lookup(key) {
+        Some((s, _)) => s,
+        None => file_stream(sig, cached, info),
     }
 }
 
@@ -634,6 +682,7 @@ pub unsafe fn stat_path(dirfd: c_int, path: *const c_char, follow: bool) -> Opti
 }
 
 fn invalidate(id: FileId, kind: InvalidateKind, offset: u64, len: u64) {
+    crate::pageage::forget(id, offset, offset.saturating_add(len));
     state::emit(&Kind::Invalidate {
         file: id,
         kind,
@@ -774,6 +823,22 @@ pub fn opened(fd: c_int, oflags: c_int, before: Option<PathStat>, stdio: bool) {
         } else if let Some(r) = files::raw(fd) {
             crate::rawdev::refresh(fd, id, r.rdev);
         }
+    }
+}
+
+/// After a successful `fcntl(fd, F_SETFL, …)`: `O_APPEND` or `O_DIRECT`
+/// may have changed. A descriptor with an entry gets it made again from
+/// its flags as they are now (its position no longer tracked); one
+/// without stays without.
+pub fn flags_changed(fd: c_int) {
+    if files::get(fd).is_none() {
+        files::clear(fd);
+        return;
+    }
+    let fl = crate::sys::fcntl(fd, libc::F_GETFL, 0);
+    match crate::sys::fstat(fd) {
+        Some(st) if fl >= 0 => files::set(fd, &st, fl, false),
+        _ => files::clear(fd),
     }
 }
 

@@ -35,6 +35,7 @@ fn cfg(share: bool) -> OnlineConfig {
         },
         share_between_users: share,
         max_signatures: 1000,
+        refine_by_age: false,
     }
 }
 
@@ -314,4 +315,64 @@ fn a_forged_huge_write_is_ignored_and_counted() {
     e.apply(0, 1, &ev);
     assert_eq!(e.clock(), 0);
     assert_eq!(e.counters().oversized_writes, 1);
+}
+
+/// One call path writing two kinds of page: tables written once onto
+/// free pages (no age class) that live ~1000 pages, and a hot set it
+/// rewrites every 16 pages (the shim saw each page written a few pages before: class
+/// 2). Refined by age, the hot rewrites get a key of their own, shown
+/// with the call path's frames, in a shorter-lived stream than the bare
+/// call path's; without, one key.
+#[test]
+fn in_place_rewrites_refined_by_age_learn_apart_from_the_first_writes() {
+    fn run(refine: bool) -> (Engine, u64) {
+        let mut c = cfg(false);
+        c.refine_by_age = refine;
+        let mut e = Engine::new(c);
+        let sig = 7;
+        e.apply(
+            0,
+            1,
+            &wire::Event {
+                kind: Some(Kind::Signature(wire::SignatureInfo {
+                    signature: sig,
+                    frames: vec![wire::Frame {
+                        module_key: 9,
+                        offset: 0x40,
+                    }],
+                    ..Default::default()
+                })),
+                ..Default::default()
+            },
+        );
+        let hot = age_key(sig, 2);
+        for round in 0..400u64 {
+            // 8 pages of a table file (one per 4 rounds, dropped 60 rounds
+            // later), then the hot set's 8 pages rewritten.
+            e.apply(0, 1, &write(100 + round / 4, (round % 4) * 8, 8, sig));
+            if round >= 60 && round % 4 == 0 {
+                e.apply(0, 1, &unlink(100 + (round - 60) / 4));
+            }
+            for p in 0..8 {
+                let mut w = write(2, p, 1, sig);
+                if let Some(Kind::Write(ref mut we)) = w.kind {
+                    we.age_class = if round == 0 { 0 } else { 2 };
+                }
+                e.apply(0, 1, &w);
+            }
+        }
+        e.recluster();
+        (e, hot)
+    }
+    let (e, hot) = run(true);
+    assert_ne!(hot, 7);
+    let (s_hot, s_bare) = (e.stream(0, hot), e.stream(0, 7));
+    assert!(s_hot != 0 && s_bare != 0, "both placed: {s_hot} {s_bare}");
+    assert_ne!(s_hot, s_bare, "rewrites apart from the first writes");
+    let info = e.sig_info(hot).expect("the refined key is described");
+    assert_eq!(info.refines, Some((7, 2)));
+    assert_eq!(info.frames, vec![(9, 0x40)]);
+    let (e, hot) = run(false);
+    assert_eq!(e.stream(0, hot), 0, "no refined key without refine_by_age");
+    assert!(e.sig_info(hot).is_none());
 }

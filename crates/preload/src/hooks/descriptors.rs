@@ -68,9 +68,10 @@ pub unsafe fn fcntl(real: &Real<FcntlFn>, fd: c_int, cmd: c_int, arg: usize, _: 
                     files::share(fd);
                 });
             }
-            // O_APPEND may have changed: forget what the table knew.
+            // O_APPEND or O_DIRECT may have changed (InnoDB sets O_DIRECT
+            // this way): the entry is made again from the flags.
             libc::F_SETFL if r == 0 => {
-                g.observe(|| files::clear(fd));
+                g.observe(|| track::flags_changed(fd));
             }
             _ => {}
         }

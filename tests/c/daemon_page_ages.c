@@ -1,0 +1,90 @@
+/* One call path writing an O_DIRECT file in place, as a database's page
+ * flusher does, with pages of two lifetimes behind it:
+ *
+ *   daemon_page_ages ROUNDS FILE
+ *
+ * FILE is opened O_RDWR and switched to O_DIRECT with F_SETFL (as InnoDB
+ * does). Every round one loop, through one call site, writes two new
+ * "table" pages after the last one (free pages) and rewrites the eight
+ * pages of a hot set (pages 0-7, rewritten every ten pages written);
+ * every 64 rounds the table pages are dropped (ftruncate to the hot set).
+ * After the last round it prints "hot H table H": the F_GET_RW_HINT the
+ * file carried right after that round's last hot-page write and its last
+ * table-page write. Used by tests/tests/daemon_page_ages.rs. */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#ifndef F_GET_RW_HINT
+#define F_GET_RW_HINT (1024 + 11)
+#endif
+
+#define PAGE 4096
+#define HOT 8
+
+static uint64_t hint_of(int fd) {
+    uint64_t h = 0;
+    if (fcntl(fd, F_GET_RW_HINT, &h) != 0)
+        return 99;
+    return h;
+}
+
+__attribute__((noinline)) static void flush_page(int fd, void *buf, off_t page) {
+    if (pwrite(fd, buf, PAGE, page * PAGE) != PAGE) {
+        perror("pwrite");
+        exit(1);
+    }
+    __asm__ volatile("" ::: "memory");
+}
+
+int main(int argc, char **argv) {
+    if (argc != 3) {
+        fprintf(stderr, "usage: daemon_page_ages ROUNDS FILE\n");
+        return 2;
+    }
+    int rounds = atoi(argv[1]);
+    int fd = open(argv[2], O_RDWR | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0) {
+        perror("open");
+        return 1;
+    }
+    if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_DIRECT) != 0) {
+        perror("F_SETFL O_DIRECT");
+        return 1;
+    }
+    void *buf;
+    if (posix_memalign(&buf, PAGE, PAGE) != 0)
+        return 1;
+    memset(buf, 'p', PAGE);
+    off_t next = HOT;
+    uint64_t hot_hint = 0, table_hint = 0;
+    for (int r = 0; r < rounds; r++) {
+        if (r % 64 == 63) {
+            if (ftruncate(fd, (off_t)HOT * PAGE) != 0) {
+                perror("ftruncate");
+                return 1;
+            }
+            next = HOT;
+        }
+        off_t pages[2 + HOT] = {next, next + 1};
+        next += 2;
+        for (int i = 0; i < HOT; i++)
+            pages[2 + i] = i;
+        for (int i = 0; i < 2 + HOT; i++) {
+            flush_page(fd, buf, pages[i]);
+            if (r == rounds - 1) {
+                if (i < 2)
+                    table_hint = hint_of(fd);
+                else
+                    hot_hint = hint_of(fd);
+            }
+        }
+    }
+    printf("hot %llu table %llu\n", (unsigned long long)hot_hint,
+           (unsigned long long)table_hint);
+    return close(fd) != 0;
+}

@@ -1,0 +1,133 @@
+//! Page ages, end to end with real processes: one program under the shim
+//! writes an `O_DIRECT` file in place through one call site, as a
+//! database's page flusher does (tests/c/daemon_page_ages.c): new "table"
+//! pages that live ~64 rounds and a hot set rewritten every ten pages.
+//! The call path alone cannot tell them apart; the age of the page a write
+//! overwrites can (docs/shim.md, "Page ages"):
+//! - the real `pcstreamd` learns the hot rewrites under the call path
+//!   refined by their age class, a context of its own that `contexts`
+//!   shows with the call path's frames and a shorter lifetime, published
+//!   in a shorter-lived stream than the bare call path's (the table
+//!   pages, written onto free pages);
+//! - a second run (a new process, mapping the learnt table) gets the
+//!   shorter hint on the file right after a hot rewrite and the longer one
+//!   right after a table page, read back with `F_GET_RW_HINT` by the
+//!   program itself;
+//! - with the shim's age table off (`PCSTREAM_PAGE_AGES=0`) both writes
+//!   get the call path's one hint, as before.
+
+mod daemon_common;
+
+use daemon_common::{read_table, under_shim, Daemon};
+use pcstream_placement::signature::age_key;
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// Runs the program; returns (hint after a hot write, after a table write).
+fn run(d: &Daemon, bin: &Path, rounds: u32, file: &Path, env: &[(&str, &str)]) -> (u64, u64) {
+    let mut c = under_shim(d, &[bin.to_str().unwrap()]);
+    c.arg(rounds.to_string()).arg(file);
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    let out = c.output().unwrap();
+    assert!(
+        out.status.success(),
+        "daemon_page_ages failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    let w: Vec<&str> = text.split_whitespace().collect();
+    assert_eq!(w.len(), 4, "{text}");
+    (w[1].parse().unwrap(), w[3].parse().unwrap())
+}
+
+#[test]
+fn in_place_rewrites_learn_and_place_apart_from_new_pages_by_their_age() {
+    // O_DIRECT needs a file system that has it (tmpfs before Linux 6.6
+    // does not): the temporary directory's, as on a CI runner's disk.
+    let tmp = tempfile::tempdir().unwrap();
+    let bin = tmp.path().join("daemon_page_ages");
+    pcstream_tests::compile_c(
+        &pcstream_tests::c_dir().join("daemon_page_ages.c"),
+        &bin,
+        &["-O2"],
+    );
+    let d = Daemon::start("[mapper]\nfirst_interval = 64\ncheck_interval = 512\n");
+    run(&d, &bin, 1500, &tmp.path().join("learn.db"), &[]);
+    d.settled();
+    let (ok, _, err) = d.ctl(&["recluster"]);
+    assert!(ok, "{err}");
+
+    // contexts: the call path, and its hot rewrites refined by age.
+    let ctx = d.contexts();
+    let sig_of =
+        |c: &serde_json::Value, k: &str| u64::from_str_radix(c[k].as_str().unwrap(), 16).unwrap();
+    let refined: Vec<&serde_json::Value> =
+        ctx.iter().filter(|c| c["refines"].is_string()).collect();
+    assert!(!refined.is_empty(), "no context refined by age: {ctx:#?}");
+    let hot = refined
+        .iter()
+        .max_by_key(|c| c["bytes_written"].as_u64().unwrap())
+        .unwrap();
+    let sig = sig_of(hot, "refines");
+    let class = hot["age_class"].as_u64().unwrap() as u32;
+    // Rewritten every 10 pages: floor(log2(10) / 2) + 1.
+    assert_eq!(class, 2, "{hot:#}");
+    assert_eq!(sig_of(hot, "signature"), age_key(sig, class));
+    let bare = ctx
+        .iter()
+        .find(|c| sig_of(c, "signature") == sig)
+        .unwrap_or_else(|| panic!("the bare call path is not a context: {ctx:#?}"));
+    assert_eq!(
+        hot["frames"], bare["frames"],
+        "shown with the call path's frames"
+    );
+    assert!(
+        bare["frames"].as_array().is_some_and(|f| !f.is_empty()),
+        "{bare:#}"
+    );
+    let life = |c: &serde_json::Value| c["lifetime_estimate_bytes"].as_f64().unwrap();
+    assert!(
+        life(hot) * 8.0 < life(bare),
+        "hot rewrites {} B, table pages {} B",
+        life(hot),
+        life(bare)
+    );
+    let (text_ok, text, err) = d.ctl(&["contexts"]);
+    assert!(text_ok, "{err}");
+    assert!(
+        text.contains(&format!("{sig:016x}, rewrites after 16.0 KiB..64.0 KiB")),
+        "{text}"
+    );
+
+    // The table: both keys, the refined one shorter-lived.
+    // SAFETY: geteuid has no preconditions.
+    let uid = unsafe { libc::geteuid() };
+    let table: BTreeMap<u64, (u32, u8)> = read_table(&d.run_dir().join(format!("mapping.{uid}")))
+        .into_iter()
+        .map(|(k, s, h)| (k, (s, h)))
+        .collect();
+    let (h_hot, h_bare) = (table[&age_key(sig, class)].1, table[&sig].1);
+    assert!(h_hot >= 2 && h_hot < h_bare, "hints {h_hot} {h_bare}");
+
+    // A new process: its hot rewrites get the short hint, its new pages
+    // the call path's.
+    let (hot_hint, table_hint) = run(&d, &bin, 3, &tmp.path().join("check.db"), &[]);
+    assert_eq!(
+        (hot_hint, table_hint),
+        (u64::from(h_hot), u64::from(h_bare))
+    );
+    // Without the shim's age table: one hint for both.
+    let (hot_hint, table_hint) = run(
+        &d,
+        &bin,
+        3,
+        &tmp.path().join("off.db"),
+        &[(pcstream_placement::env::PAGE_AGES, "0")],
+    );
+    assert_eq!(
+        (hot_hint, table_hint),
+        (u64::from(h_bare), u64::from(h_bare))
+    );
+}
