@@ -115,3 +115,9 @@ pub fn push(t: &Thread, kind: &Kind<'_>, flush_ns: u64, force: bool) {
 pub fn push_write(t: &Thread, w: RawWrite, flush_ns: u64, force: bool) {
     batch::push_write(t, w, flush_ns, force)
 }
+
+/// `pageage::touch`: an in-place `O_DIRECT` write's age class, recorded.
+#[inline(never)]
+pub fn page_age(id: FileId, offset: u64, len: u64) -> u32 {
+    crate::pageage::touch(id, offset, len)
+}

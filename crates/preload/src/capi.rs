@@ -119,6 +119,7 @@ extern "C" fn stream_for_write(fd: c_int, offset: u64, len: u64, rec: Rec) -> c_
                     info: Some(info),
                     hit: Some((sig, stream)),
                     raw_hint: crate::hint::cached(info.id).unwrap_or(0) as u8,
+                    age: None,
                 };
                 rawdev::after(t, fd, info, Some(offset), len, WriteCall::Uring, &b);
             }
@@ -132,9 +133,16 @@ extern "C" fn stream_for_write(fd: c_int, offset: u64, len: u64, rec: Rec) -> c_
                 info: Some(info),
                 hit: Some((sig, cached)),
                 raw_hint: 0,
+                age: None,
             };
+            // The stream of the write as placed (an O_DIRECT one's by its
+            // page age too).
             // SAFETY: forwarded caller contract.
-            unsafe { track::finish_write(t, fd, info, offset, len, WriteCall::Uring, rec, &b) };
+            let placed =
+                unsafe { track::finish_write(t, fd, info, offset, len, WriteCall::Uring, rec, &b) };
+            if let Some((stream, _)) = placed {
+                return Some(stream as c_int);
+            }
         }
         Some(track::live_stream(sig, cached) as c_int)
     })

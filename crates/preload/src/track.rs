@@ -31,6 +31,8 @@ pub struct Before {
     pub(crate) hit: Option<(u64, u32)>,
     /// A raw device's hint after the shim's hint handling (`rawdev.rs`).
     pub(crate) raw_hint: u8,
+    /// The age class [`pre_place`] found and recorded (`pageage.rs`).
+    pub(crate) age: Option<u32>,
 }
 
 impl Before {
@@ -41,6 +43,7 @@ impl Before {
             info: None,
             hit: None,
             raw_hint: 0,
+            age: None,
         }
     }
 
@@ -95,6 +98,38 @@ pub unsafe fn before_write(t: &Thread, fd: c_int, rec: *const usize, b: &mut Bef
     }
     // SAFETY: forwarded caller contract.
     b.hit = unsafe { cached_context(t, rec) };
+}
+
+/// Before a positional write of `n` bytes at `off` to an `O_DIRECT`
+/// regular file whose call path is in the signature cache: its age class
+/// (recorded in `pageage.rs` now, kept in `b` for the event) and its
+/// stream's hint on the inode, so that the data reaches the device with
+/// it. Every other write is placed after its call, as before.
+#[inline(always)]
+pub fn pre_place(b: &mut Before, fd: c_int, off: u64, n: u64) {
+    if let (Some(info), Some((sig, cached))) = (b.info, b.hit) {
+        if info.direct && info.regular && info.append == Some(false) {
+            pre_place_direct(b, fd, info, (sig, cached), off, n);
+        }
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn pre_place_direct(
+    b: &mut Before,
+    fd: c_int,
+    info: files::FdInfo,
+    (sig, cached): (u64, u32),
+    off: u64,
+    n: u64,
+) {
+    if !(events_on() || crate::live::present()) {
+        return;
+    }
+    let age = age_of(info, off, n);
+    b.age = Some(age);
+    inode_hint(fd, info, aged_stream(sig, cached, info, age));
 }
 
 /// [`before_write`] for a descriptor the table does not know: its
@@ -204,7 +239,7 @@ pub unsafe fn write(
                 Some(o) => o,
                 None => files::advance(fd, n),
             };
-            let age = age_of(info, offset, n);
+            let age = b.age.unwrap_or_else(|| age_of(info, offset, n));
             let stream = aged_stream(signature, stream, info, age);
             let hint_now = inode_hint(fd, info, stream);
             state::emit_write(
@@ -315,7 +350,7 @@ pub(crate) unsafe fn finish_write(
             unsafe { capture_described(t, rec) }?
         }
     };
-    let age = age_of(info, offset, n);
+    let age = b.age.unwrap_or_else(|| age_of(info, offset, n));
     let stream = aged_stream(signature, stream, info, age);
     let hint_now = inode_hint(fd, info, stream);
     if events_on() {

@@ -40,6 +40,25 @@ pub(super) unsafe fn traced<F: Copy>(
     at: impl FnOnce(&Guard, ssize_t) -> (Option<u64>, WriteCall),
     call: impl Fn(F) -> ssize_t,
 ) -> ssize_t {
+    // SAFETY: forwarded caller contract.
+    unsafe { traced_at(real, fd, rec, None, at, call) }
+}
+
+/// [`traced`] for a write whose (offset, length) `pre` is known before
+/// the call: an `O_DIRECT` one gets its page age and hint before its data
+/// reaches the device (`track::pre_place`).
+///
+/// # Safety
+/// As [`traced`].
+#[inline(always)]
+unsafe fn traced_at<F: Copy>(
+    real: Option<F>,
+    fd: c_int,
+    rec: Rec,
+    pre: Option<(u64, u64)>,
+    at: impl FnOnce(&Guard, ssize_t) -> (Option<u64>, WriteCall),
+    call: impl Fn(F) -> ssize_t,
+) -> ssize_t {
     let Some(real) = real else {
         return sys::enosys();
     };
@@ -49,7 +68,10 @@ pub(super) unsafe fn traced<F: Copy>(
     let mut before = track::Before::new();
     g.observe(|| {
         // SAFETY: `rec` is the trampoline's frame record.
-        unsafe { track::before_write(g.thread(), fd, rec, &mut before) }
+        unsafe { track::before_write(g.thread(), fd, rec, &mut before) };
+        if let Some((off, n)) = pre {
+            track::pre_place(&mut before, fd, off, n);
+        }
     });
     let r = g.call(|| call(real));
     if r > 0 && before.after_needed(fd) {
@@ -104,8 +126,9 @@ pub unsafe fn pwrite<const HOT: usize>(
 ) -> ssize_t {
     let real = real.get_hot(hot::hot_fn(HOT));
     let at = at(Some(off as u64), WriteCall::Pwrite);
+    let pre = Some((off as u64, n as u64));
     // SAFETY: forwarding the application's arguments unchanged.
-    unsafe { traced(real, fd, rec, at, |f| f(fd, buf, n, off)) }
+    unsafe { traced_at(real, fd, rec, pre, at, |f| f(fd, buf, n, off)) }
 }
 
 /// `writev`.
