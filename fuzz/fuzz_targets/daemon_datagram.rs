@@ -19,6 +19,9 @@ fuzz_target!(|data: &[u8]| {
         policy,
         share_between_users: false,
         max_signatures: 64,
+        // As the daemon runs by default: a datagram's age classes make
+        // refined keys.
+        refine_by_age: true,
     });
     e.ingest(1000, 1, &batch);
     let _ = e.mapping();
