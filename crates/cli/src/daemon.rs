@@ -412,6 +412,21 @@ pub(crate) fn context_json(
     })
 }
 
+/// For a context refined by age (`refines`, `age_class`): "PARENT,
+/// rewrites after A..B", the call path it refines and the span its pages
+/// were rewritten after (4^(class-1)..4^class pages of the writer's own
+/// writes).
+pub(crate) fn refined_label(r: &serde_json::Value) -> Option<String> {
+    let parent = r["refines"].as_str()?;
+    let class = r["age_class"].as_u64()?;
+    let lo = 4f64.powi(class.clamp(1, 40) as i32 - 1) * 4096.0;
+    Some(format!(
+        "{parent}, rewrites after {}..{}",
+        human_bytes(lo),
+        human_bytes(lo * 4.0)
+    ))
+}
+
 pub(crate) fn human_bytes(b: f64) -> String {
     let units = ["B", "KiB", "MiB", "GiB", "TiB"];
     let mut v = b;
@@ -453,16 +468,7 @@ fn contexts_text(rows: &[serde_json::Value]) -> String {
                     .collect()
             })
             .unwrap_or_default();
-        if let (Some(parent), Some(class)) = (r["refines"].as_str(), r["age_class"].as_u64()) {
-            // Pages this call path rewrote 4^(class-1)..4^class pages
-            // after their previous write.
-            let lo = 4f64.powi(class as i32 - 1) * 4096.0;
-            progs.push(format!(
-                "{parent}, rewrites after {}..{}",
-                human_bytes(lo),
-                human_bytes(lo * 4.0)
-            ));
-        }
+        progs.extend(refined_label(r));
         s.push_str(&format!(
             "{:<16} {:>6} {:<11} {:>6} {:>11} {:>7} {:>13}  {}\n",
             r["signature"].as_str().unwrap_or(""),
