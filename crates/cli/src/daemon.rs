@@ -412,11 +412,26 @@ pub(crate) fn context_json(
     })
 }
 
+/// A context row's programs, then for a context refined by age what it
+/// refines ([`refined_label`]): what `contexts` and `watch` print.
+pub(crate) fn programs_label(r: &serde_json::Value) -> Vec<String> {
+    let mut progs: Vec<String> = r["programs"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|p| p.as_str().map(String::from))
+                .collect()
+        })
+        .unwrap_or_default();
+    progs.extend(refined_label(r));
+    progs
+}
+
 /// For a context refined by age (`refines`, `age_class`): "PARENT,
 /// rewrites after A..B", the call path it refines and the span its pages
 /// were rewritten after (4^(class-1)..4^class pages of the writer's own
 /// writes).
-pub(crate) fn refined_label(r: &serde_json::Value) -> Option<String> {
+fn refined_label(r: &serde_json::Value) -> Option<String> {
     let parent = r["refines"].as_str()?;
     let class = r["age_class"].as_u64()?;
     let lo = 4f64.powi(class.clamp(1, 40) as i32 - 1) * 4096.0;
@@ -460,15 +475,7 @@ fn contexts_text(rows: &[serde_json::Value]) -> String {
         } else {
             uid.to_string()
         };
-        let mut progs: Vec<String> = r["programs"]
-            .as_array()
-            .map(|a| {
-                a.iter()
-                    .filter_map(|p| p.as_str().map(String::from))
-                    .collect()
-            })
-            .unwrap_or_default();
-        progs.extend(refined_label(r));
+        let progs = programs_label(r);
         s.push_str(&format!(
             "{:<16} {:>6} {:<11} {:>6} {:>11} {:>7} {:>13}  {}\n",
             r["signature"].as_str().unwrap_or(""),

@@ -215,6 +215,7 @@ impl proto::pc_stream_server::PcStream for Service {
             for (sig, s) in l.lifetimes().sigs_sorted() {
                 let info = e.sig_info(sig);
                 let usage = e.usage(key.uid, sig).unwrap_or_default();
+                let refines = info.and_then(|i| i.refines).unwrap_or_default();
                 out.push(wire::Context {
                     calls: usage.calls,
                     bytes: usage.bytes,
@@ -234,8 +235,8 @@ impl proto::pc_stream_server::PcStream for Service {
                     dead_pages: s.dead_pages,
                     lifetime_histogram: s.hist.clone(),
                     estimate_log2_lifetime_pages: s.estimate_log2().unwrap_or(f64::NAN),
-                    refines: info.and_then(|i| i.refines).map_or(0, |r| r.0),
-                    age_class: info.and_then(|i| i.refines).map_or(0, |r| r.1),
+                    refines: refines.0,
+                    age_class: refines.1,
                 });
             }
         }

@@ -77,16 +77,23 @@ pub fn configure(slots: usize) {
 /// The table, made at the first call (`None` when off or the mapping
 /// failed).
 fn table() -> Option<&'static [Set]> {
+    match SETS.load(Ordering::Acquire) {
+        usize::MAX => None,
+        0 => make(),
+        _ => made(),
+    }
+}
+
+/// The table when it was made (`None` before the first tracked write,
+/// or when off).
+fn made() -> Option<&'static [Set]> {
     let n = SETS.load(Ordering::Acquire);
-    if n == usize::MAX {
+    if n == 0 || n == usize::MAX {
         return None;
     }
-    if n != 0 {
-        // SAFETY: TABLE holds a mapping of n sets, never unmapped once
-        // published (Release, before SETS).
-        return Some(unsafe { std::slice::from_raw_parts(TABLE.load(Ordering::Acquire), n) });
-    }
-    make()
+    // SAFETY: TABLE holds a mapping of n sets, never unmapped once
+    // published (Release, before SETS).
+    Some(unsafe { std::slice::from_raw_parts(TABLE.load(Ordering::Acquire), n) })
 }
 
 #[cold]
@@ -207,11 +214,7 @@ fn record(set: &Set, tag: u64, page: u64, clock: u32) -> Option<u32> {
 /// size before: a truncation, or an unlink from 0): they are free.
 pub fn forget(id: FileId, from: u64, to: u64) {
     // Nothing to forget before the first tracked write made the table.
-    let n = SETS.load(Ordering::Acquire);
-    if n == 0 || n == usize::MAX {
-        return;
-    }
-    let Some(sets) = table() else { return };
+    let Some(sets) = made() else { return };
     let tag = tag_of(id);
     let first = from.div_ceil(PAGE);
     let end = to.div_ceil(PAGE);

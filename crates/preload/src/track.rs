@@ -14,6 +14,9 @@ use crate::events::{FileId, InvalidateKind, Kind, WriteCall};
 use crate::state::{self, events_on, SEEN_FILES};
 use crate::tls::Thread;
 use crate::{files, hint, real};
+
+mod aged;
+pub use aged::pre_place;
 use libc::{c_char, c_int, FILE};
 use pcstream_placement::hint::RwHint;
 use pcstream_placement::signature::mix64;
@@ -65,7 +68,7 @@ impl Before {
         match (self.info, self.hit) {
             // An in-place O_DIRECT write's age picks among the live
             // table's refined keys (`pageage.rs`).
-            (Some(i), _) if i.direct && !hint::have_map() && crate::live::present() => true,
+            (Some(i), _) if aged::placed_by_age(i) => true,
             (_, Some((_, 0))) => false,
             (Some(info), Some((_, stream))) if hint::have_map() => {
                 settled_hint(fd, info, stream).is_none()
@@ -98,38 +101,6 @@ pub unsafe fn before_write(t: &Thread, fd: c_int, rec: *const usize, b: &mut Bef
     }
     // SAFETY: forwarded caller contract.
     b.hit = unsafe { cached_context(t, rec) };
-}
-
-/// Before a positional write of `n` bytes at `off` to an `O_DIRECT`
-/// regular file whose call path is in the signature cache: its age class
-/// (recorded in `pageage.rs` now, kept in `b` for the event) and its
-/// stream's hint on the inode, so that the data reaches the device with
-/// it. Every other write is placed after its call, as before.
-#[inline(always)]
-pub fn pre_place(b: &mut Before, fd: c_int, off: u64, n: u64) {
-    if let (Some(info), Some((sig, cached))) = (b.info, b.hit) {
-        if info.direct && info.regular && info.append == Some(false) {
-            pre_place_direct(b, fd, info, (sig, cached), off, n);
-        }
-    }
-}
-
-#[cold]
-#[inline(never)]
-fn pre_place_direct(
-    b: &mut Before,
-    fd: c_int,
-    info: files::FdInfo,
-    (sig, cached): (u64, u32),
-    off: u64,
-    n: u64,
-) {
-    if !(events_on() || crate::live::present()) {
-        return;
-    }
-    let age = age_of(info, off, n);
-    b.age = Some(age);
-    inode_hint(fd, info, aged_stream(sig, cached, info, age));
 }
 
 /// [`before_write`] for a descriptor the table does not know: its
@@ -239,8 +210,8 @@ pub unsafe fn write(
                 Some(o) => o,
                 None => files::advance(fd, n),
             };
-            let age = b.age.unwrap_or_else(|| age_of(info, offset, n));
-            let stream = aged_stream(signature, stream, info, age);
+            let age = b.age.unwrap_or_else(|| aged::age_of(info, offset, n));
+            let stream = aged::aged_stream(signature, stream, info, age);
             let hint_now = inode_hint(fd, info, stream);
             state::emit_write(
                 t,
@@ -257,7 +228,7 @@ pub unsafe fn write(
             );
             return;
         }
-        if !events_on() && info.regular && !info.direct {
+        if !events_on() && info.regular && !aged::placed_by_age(info) {
             // A mapping alone: the hint is all a write can change. A known
             // call path whose stream's hint the descriptor's copy shows
             // settled on the inode (what `inode_hint` returns at once) is
@@ -296,9 +267,9 @@ unsafe fn write_general(
         }
         return;
     }
-    if !events_on() && !info.direct {
+    if !events_on() && !aged::placed_by_age(info) {
         // Only the hint matters (no event carries the offset; an O_DIRECT
-        // write's age needs it).
+        // write's age, when it picks the stream, needs it).
         // SAFETY: forwarded caller contract.
         unsafe { finish_write(t, fd, info, 0, n, call, rec, b) };
         return;
@@ -350,8 +321,8 @@ pub(crate) unsafe fn finish_write(
             unsafe { capture_described(t, rec) }?
         }
     };
-    let age = b.age.unwrap_or_else(|| age_of(info, offset, n));
-    let stream = aged_stream(signature, stream, info, age);
+    let age = b.age.unwrap_or_else(|| aged::age_of(info, offset, n));
+    let stream = aged::aged_stream(signature, stream, info, age);
     let hint_now = inode_hint(fd, info, stream);
     if events_on() {
         if !info.named {
@@ -398,46 +369,6 @@ fn file_stream(sig: u64, cached: u32, info: files::FdInfo) -> u32 {
         salted_stream(sig, info.id)
     } else {
         crate::live::stream(sig)
-    }
-}
-
-/// The age class of an `O_DIRECT` write to a regular file (`pageage.rs`),
-/// recorded when it can matter (events go out, or a live table is
-/// mapped); 0 for every other write.
-#[inline(always)]
-fn age_of(info: files::FdInfo, offset: u64, n: u64) -> u32 {
-    if info.direct && info.regular && (events_on() || crate::live::present()) {
-        crate::pageage::touch(info.id, offset, n)
-    } else {
-        0
-    }
-}
-
-/// [`file_stream`] for a write of age class `age`: the live table's
-/// stream for the signature refined by the age
-/// (`online::age_key`, as the daemon learnt it) when it has one, else the
-/// signature's. A static map (`PCSTREAM_MAP`) is per signature.
-#[inline(always)]
-fn aged_stream(sig: u64, cached: u32, info: files::FdInfo, age: u32) -> u32 {
-    if age == 0 || hint::have_map() {
-        file_stream(sig, cached, info)
-    } else {
-        refined_stream(sig, cached, info, age)
-    }
-}
-
-#[cold]
-#[inline(never)]
-fn refined_stream(sig: u64, cached: u32, info: files::FdInfo, age: u32) -> u32 {
-    let key = pcstream_placement::signature::age_key(sig, age);
-    let key = if crate::domain::any_salted() {
-        crate::domain::key(key, info.id)
-    } else {
-        key
-    };
-    match crate::live::lookup(key) {
-        Some((s, _)) => s,
-        None => file_stream(sig, cached, info),
     }
 }
 

@@ -256,15 +256,7 @@ impl View {
             let life = r["lifetime_estimate_bytes"]
                 .as_f64()
                 .map_or("-".into(), human_bytes);
-            let mut progs: Vec<String> = r["programs"]
-                .as_array()
-                .map(|a| {
-                    a.iter()
-                        .filter_map(|p| p.as_str().map(String::from))
-                        .collect()
-                })
-                .unwrap_or_default();
-            progs.extend(super::refined_label(r));
+            let progs = super::programs_label(r);
             let frames: Vec<&str> = r["frames"]
                 .as_array()
                 .map(|a| {
