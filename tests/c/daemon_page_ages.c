@@ -1,10 +1,12 @@
 /* One call path writing an O_DIRECT file in place, as a database's page
  * flusher does, with pages of two lifetimes behind it:
  *
- *   daemon_page_ages ROUNDS FILE
+ *   daemon_page_ages ROUNDS FILE [reopen]
  *
- * FILE is opened O_RDWR and switched to O_DIRECT with F_SETFL (as InnoDB
- * does). Every round one loop, through one call site, writes two new
+ * FILE is opened O_RDWR (and truncated, unless "reopen": a database
+ * restarted on its file, whose new pages go after its last one) and
+ * switched to O_DIRECT with F_SETFL (as InnoDB does). Every round one
+ * loop, through one call site, writes two new
  * "table" pages after the last one (free pages) and rewrites the eight
  * pages of a hot set (pages 0-7, rewritten every ten pages written);
  * every 64 rounds the table pages are dropped (ftruncate to the hot set).
@@ -42,12 +44,13 @@ __attribute__((noinline)) static void flush_page(int fd, void *buf, off_t page) 
 }
 
 int main(int argc, char **argv) {
-    if (argc != 3) {
-        fprintf(stderr, "usage: daemon_page_ages ROUNDS FILE\n");
+    int reopen = argc == 4 && strcmp(argv[3], "reopen") == 0;
+    if (argc != 3 && !reopen) {
+        fprintf(stderr, "usage: daemon_page_ages ROUNDS FILE [reopen]\n");
         return 2;
     }
     int rounds = atoi(argv[1]);
-    int fd = open(argv[2], O_RDWR | O_CREAT | O_TRUNC, 0644);
+    int fd = open(argv[2], O_RDWR | O_CREAT | (reopen ? 0 : O_TRUNC), 0644);
     if (fd < 0) {
         perror("open");
         return 1;
@@ -61,6 +64,11 @@ int main(int argc, char **argv) {
         return 1;
     memset(buf, 'p', PAGE);
     off_t next = HOT;
+    if (reopen) {
+        off_t end = lseek(fd, 0, SEEK_END);
+        if (end > next * PAGE)
+            next = (end + PAGE - 1) / PAGE;
+    }
     uint64_t hot_hint = 0, table_hint = 0;
     for (int r = 0; r < rounds; r++) {
         if (r % 64 == 63) {

@@ -14,19 +14,35 @@
 //!   right after a table page, read back with `F_GET_RW_HINT` by the
 //!   program itself;
 //! - with the shim's age table off (`PCSTREAM_PAGE_AGES=0`) both writes
-//!   get the call path's one hint, as before.
+//!   get the call path's one hint, as before;
+//! - a restart (a new process reopening the learnt file, data and all):
+//!   the first rewrite of each of its old pages is learnt under its own
+//!   key (`AGE_OLDER`, "first rewrites of older pages"), not under the
+//!   bare call path, which gets only the new pages; later rewrites are
+//!   aged as before.
 
 mod daemon_common;
 
 use daemon_common::{read_table, under_shim, Daemon};
-use pcstream_placement::signature::age_key;
+use pcstream_placement::signature::{age_key, AGE_OLDER};
 use std::collections::BTreeMap;
 use std::path::Path;
 
 /// Runs the program; returns (hint after a hot write, after a table write).
 fn run(d: &Daemon, bin: &Path, rounds: u32, file: &Path, env: &[(&str, &str)]) -> (u64, u64) {
+    run_args(d, bin, rounds, file, env, &[])
+}
+
+fn run_args(
+    d: &Daemon,
+    bin: &Path,
+    rounds: u32,
+    file: &Path,
+    env: &[(&str, &str)],
+    args: &[&str],
+) -> (u64, u64) {
     let mut c = under_shim(d, &[bin.to_str().unwrap()]);
-    c.arg(rounds.to_string()).arg(file);
+    c.arg(rounds.to_string()).arg(file).args(args);
     for (k, v) in env {
         c.env(k, v);
     }
@@ -129,5 +145,33 @@ fn in_place_rewrites_learn_and_place_apart_from_new_pages_by_their_age() {
     assert_eq!(
         (hot_hint, table_hint),
         (u64::from(h_bare), u64::from(h_bare))
+    );
+
+    // A restart on the learnt file: 3 rounds, its hot set's first
+    // rewrites (8 pages) are older than the process, its table pages go
+    // after the file's end (free), its hot set's later rewrites class 2.
+    let written = |k: u64| {
+        d.contexts()
+            .iter()
+            .find(|c| sig_of(c, "signature") == k)
+            .map_or(0, |c| c["bytes_written"].as_u64().unwrap())
+    };
+    d.settled();
+    let before = (written(sig), written(age_key(sig, class)));
+    assert_eq!(written(age_key(sig, AGE_OLDER)), 0);
+    run_args(&d, &bin, 3, &tmp.path().join("learn.db"), &[], &["reopen"]);
+    d.settled();
+    assert_eq!(
+        written(age_key(sig, AGE_OLDER)),
+        8 * 4096,
+        "the hot set's first rewrites"
+    );
+    assert_eq!(written(sig), before.0 + 3 * 2 * 4096, "only new pages");
+    assert_eq!(written(age_key(sig, class)), before.1 + 2 * 8 * 4096);
+    let (text_ok, text, err) = d.ctl(&["contexts"]);
+    assert!(text_ok, "{err}");
+    assert!(
+        text.contains(&format!("{sig:016x}, first rewrites of older pages")),
+        "{text}"
     );
 }

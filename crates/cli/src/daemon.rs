@@ -430,10 +430,14 @@ pub(crate) fn programs_label(r: &serde_json::Value) -> Vec<String> {
 /// For a context refined by age (`refines`, `age_class`): "PARENT,
 /// rewrites after A..B", the call path it refines and the span its pages
 /// were rewritten after (4^(class-1)..4^class pages of the writer's own
-/// writes).
+/// writes); "PARENT, first rewrites of older pages" for pages that held
+/// data before the writer first saw their file (`AGE_OLDER`).
 fn refined_label(r: &serde_json::Value) -> Option<String> {
     let parent = r["refines"].as_str()?;
     let class = r["age_class"].as_u64()?;
+    if class == u64::from(pcstream_placement::signature::AGE_OLDER) {
+        return Some(format!("{parent}, first rewrites of older pages"));
+    }
     let lo = 4f64.powi(class.clamp(1, 40) as i32 - 1) * 4096.0;
     Some(format!(
         "{parent}, rewrites after {}..{}",

@@ -137,6 +137,13 @@ pub fn refine_key(key: u64, salt: u64) -> u64 {
     z.max(1)
 }
 
+/// The age class of an in-place write onto a page that held data before
+/// the writing process first saw its file (a database restarted on its
+/// own files): its age is unknown, longer than the process has run
+/// (`WriteEvent.age_class`; the shim's `pageage.rs`). Real classes are
+/// 1..=16 (a 32-bit clock in pages, ×4 buckets); the wire carries ≤ 127.
+pub const AGE_OLDER: u32 = 127;
+
 /// The key a write of signature `sig` with age class `age_class` is
 /// learnt and looked up under: `sig` itself for class 0 (a free page, or
 /// no age known), else `sig` refined by the class's bucket as the

@@ -165,6 +165,13 @@ pub fn set(fd: i32, st: &libc::stat, oflags: i32, may_track: bool) {
     } else {
         raw_flags(st.st_mode, st.st_rdev, oflags)
     };
+    if regular && oflags & libc::O_DIRECT != 0 {
+        let id = FileId {
+            dev: st.st_dev,
+            ino: st.st_ino,
+        };
+        crate::pageage::opened(id, st.st_size as u64);
+    }
     let v = e.ver.load(Ordering::Relaxed);
     e.ver.store(v | 1, Ordering::Relaxed);
     std::sync::atomic::fence(Ordering::Release);

@@ -12,8 +12,17 @@
 //! (×4 wide, the engine's `prev_bucket_log2`); the write carries 1 + that
 //! bucket as its age class (`WriteEvent.age_class`), and its stream is the
 //! one published for `online::age_key(signature, class)`, else the bare
-//! signature's. A write onto a page the table does not hold (free, never
-//! written by this process, or evicted) has class 0: the bare signature.
+//! signature's. A write onto a page the table does not hold has class 0
+//! (the bare signature) when the page is free: beyond the file's size when
+//! this process first saw it opened `O_DIRECT`, never written since, or
+//! evicted. A page that held data before that (a database restarted on its
+//! own files, or a file another process wrote) has class [`AGE_OLDER`]:
+//! its first rewrite here is learnt under a key of its own, not under the
+//! bare signature, whose writes onto free pages (a load, a table's growth)
+//! would otherwise be mixed with every page's first rewrite after each
+//! restart. The sizes at first sight are kept per file in a second small
+//! table ([`FILES`] slots, direct-mapped; a file that loses its slot is
+//! seen again at its next open).
 //!
 //! Only `O_DIRECT` writes to regular files: a buffered write's hint is
 //! read per file at writeback (F2FS takes the inode's hint when it writes
@@ -36,6 +45,7 @@
 
 use crate::events::FileId;
 use pcstream_placement::signature::mix64;
+pub use pcstream_placement::signature::AGE_OLDER;
 use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 
 /// Slots per set.
@@ -68,6 +78,30 @@ static TABLE: AtomicPtr<Set> = AtomicPtr::new(std::ptr::null_mut());
 static SLOTS: AtomicUsize = AtomicUsize::new(DEFAULT_SLOTS);
 /// This process's clock: bytes written by tracked writes.
 static CLOCK: AtomicU64 = AtomicU64::new(0);
+
+/// Files whose size at first sight is kept (direct-mapped by file tag).
+pub const FILES: usize = 1024;
+
+/// A file's size, in pages, when this process first saw it opened
+/// `O_DIRECT`: its pages below are older than anything the page table
+/// holds.
+struct FileSlot {
+    /// File tag (never 0); 0 = empty.
+    tag: AtomicU64,
+    /// Pages (rounded up) that held data at first sight.
+    pages: AtomicU64,
+}
+
+#[allow(clippy::declare_interior_mutable_const)]
+const NO_FILE: FileSlot = FileSlot {
+    tag: AtomicU64::new(0),
+    pages: AtomicU64::new(0),
+};
+static FILE_TABLE: [FileSlot; FILES] = [NO_FILE; FILES];
+
+fn file_slot(tag: u64) -> &'static FileSlot {
+    &FILE_TABLE[(mix64(tag) as usize) & (FILES - 1)]
+}
 
 /// Sets the table's size (library constructor; 0 turns it off).
 pub fn configure(slots: usize) {
@@ -150,6 +184,28 @@ fn set_of(sets: &[Set], tag: u64, page: u64) -> &Set {
     &sets[(h as usize) & (sets.len() - 1)]
 }
 
+/// A regular file opened (or switched to) `O_DIRECT` with `size` bytes:
+/// the first time this process sees it (since it was last emptied), its
+/// pages below `size` are older than the process's page table. Later opens
+/// keep the first size: pages written since are in the page table.
+pub fn opened(id: FileId, size: u64) {
+    let tag = tag_of(id);
+    let slot = file_slot(tag);
+    if slot.tag.load(Ordering::Relaxed) != tag {
+        // Pages before the tag: a racing reader sees the new tag with the
+        // old count at worst (one write's class).
+        slot.pages.store(size.div_ceil(PAGE), Ordering::Relaxed);
+        slot.tag.store(tag, Ordering::Relaxed);
+    }
+}
+
+/// Whether `page` of the file tagged `tag` held data when this process
+/// first saw the file.
+fn older(tag: u64, page: u64) -> bool {
+    let slot = file_slot(tag);
+    slot.tag.load(Ordering::Relaxed) == tag && page < slot.pages.load(Ordering::Relaxed)
+}
+
 /// The age class of a page last written at clock `then`, now `now`.
 pub fn class_of(now: u32, then: u32) -> u32 {
     let life = now.wrapping_sub(then).max(1);
@@ -158,8 +214,9 @@ pub fn class_of(now: u32, then: u32) -> u32 {
 
 /// Records an `O_DIRECT` write of `len` bytes at `offset` of file `id`
 /// and returns its age class: 1 + the bucket of the time since its first
-/// page was last written here, or 0 when the table does not hold that
-/// page (or is off).
+/// page was last written here; when the table does not hold that page,
+/// [`AGE_OLDER`] if it held data when this process first saw the file
+/// ([`opened`]), else 0 (a free page; also when the table is off).
 pub fn touch(id: FileId, offset: u64, len: u64) -> u32 {
     let Some(sets) = table() else { return 0 };
     let tag = tag_of(id);
@@ -173,7 +230,11 @@ pub fn touch(id: FileId, offset: u64, len: u64) -> u32 {
         let at = (now_bytes + (page * PAGE).saturating_sub(offset)) / PAGE;
         let old = record(set_of(sets, tag, page), tag, page, at as u32);
         if page == first {
-            class = old.map_or(0, |then| class_of(at as u32, then));
+            class = match old {
+                Some(then) => class_of(at as u32, then),
+                None if older(tag, page) => AGE_OLDER,
+                None => 0,
+            };
         }
     }
     class
@@ -211,11 +272,25 @@ fn record(set: &Set, tag: u64, page: u64, clock: u32) -> Option<u32> {
 }
 
 /// Forgets the pages of file `id` from byte `from` on, up to `to` (its
-/// size before: a truncation, or an unlink from 0): they are free.
+/// size before: a truncation, or an unlink from 0; or a punched hole):
+/// they are free. A death of the file's tail lowers its size at first
+/// sight, and one from byte 0 forgets it (its inode number may come back
+/// as a new file). A hole punched inside that size does not (one number
+/// per file): a write into it reads as [`AGE_OLDER`].
 pub fn forget(id: FileId, from: u64, to: u64) {
-    // Nothing to forget before the first tracked write made the table.
-    let Some(sets) = made() else { return };
     let tag = tag_of(id);
+    let slot = file_slot(tag);
+    if slot.tag.load(Ordering::Relaxed) == tag
+        && to.div_ceil(PAGE) >= slot.pages.load(Ordering::Relaxed)
+    {
+        if from == 0 {
+            slot.tag.store(0, Ordering::Relaxed);
+        } else {
+            slot.pages.fetch_min(from.div_ceil(PAGE), Ordering::Relaxed);
+        }
+    }
+    // Nothing more to forget before the first tracked write made the table.
+    let Some(sets) = made() else { return };
     let first = from.div_ceil(PAGE);
     let end = to.div_ceil(PAGE);
     if end <= first {
@@ -290,5 +365,26 @@ mod tests {
             touch(f(3), i * PAGE, PAGE);
         }
         assert_eq!(touch(f(2), 1 << 30, PAGE), 0);
+
+        // A file seen opened with 10 pages of data (a restart): their
+        // first rewrites are older than the process, then aged as usual;
+        // pages beyond are free.
+        let db = f(4);
+        opened(db, 10 * PAGE - 100);
+        assert_eq!(touch(db, 9 * PAGE, PAGE), AGE_OLDER);
+        assert_eq!(touch(db, 9 * PAGE, PAGE), 1, "then its own age");
+        assert_eq!(touch(db, 10 * PAGE, PAGE), 0, "beyond: free");
+        // Opened again later: the first size stays.
+        opened(db, 11 * PAGE);
+        assert_eq!(touch(db, 10 * PAGE, PAGE), 1);
+        // A truncation to 4 pages lowers it; a hole inside does not.
+        forget(db, 4 * PAGE, 11 * PAGE);
+        assert_eq!(touch(db, 5 * PAGE, PAGE), 0, "truncated away: free");
+        forget(db, PAGE, 2 * PAGE);
+        assert_eq!(touch(db, PAGE, PAGE), AGE_OLDER, "a punched hole");
+        assert_eq!(touch(db, 2 * PAGE, PAGE), AGE_OLDER);
+        // An unlink forgets it: the inode may come back as a new file.
+        forget(db, 0, 1 << 40);
+        assert_eq!(touch(db, 3 * PAGE, PAGE), 0);
     }
 }
