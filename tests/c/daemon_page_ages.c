@@ -9,16 +9,20 @@
  * loop, through one call site, writes two new
  * "table" pages after the last one (free pages) and rewrites the eight
  * pages of a hot set (pages 0-7, rewritten every ten pages written);
- * every 64 rounds the table pages are dropped (ftruncate to the hot set).
+ * every 64 rounds the table pages are dropped (ftruncate to the hot set;
+ * on a block device, BLKDISCARD of the table's range).
  * After the last round it prints "hot H table H": the F_GET_RW_HINT the
  * file carried right after that round's last hot-page write and its last
  * table-page write. Used by tests/tests/daemon_page_ages.rs. */
 #define _GNU_SOURCE
 #include <fcntl.h>
+#include <linux/fs.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #ifndef F_GET_RW_HINT
@@ -50,7 +54,9 @@ int main(int argc, char **argv) {
         return 2;
     }
     int rounds = atoi(argv[1]);
-    int fd = open(argv[2], O_RDWR | O_CREAT | (reopen ? 0 : O_TRUNC), 0644);
+    struct stat st;
+    int blk = stat(argv[2], &st) == 0 && S_ISBLK(st.st_mode);
+    int fd = open(argv[2], O_RDWR | (blk ? 0 : O_CREAT | (reopen ? 0 : O_TRUNC)), 0644);
     if (fd < 0) {
         perror("open");
         return 1;
@@ -64,7 +70,7 @@ int main(int argc, char **argv) {
         return 1;
     memset(buf, 'p', PAGE);
     off_t next = HOT;
-    if (reopen) {
+    if (reopen && !blk) {
         off_t end = lseek(fd, 0, SEEK_END);
         if (end > next * PAGE)
             next = (end + PAGE - 1) / PAGE;
@@ -72,7 +78,13 @@ int main(int argc, char **argv) {
     uint64_t hot_hint = 0, table_hint = 0;
     for (int r = 0; r < rounds; r++) {
         if (r % 64 == 63) {
-            if (ftruncate(fd, (off_t)HOT * PAGE) != 0) {
+            if (blk) {
+                uint64_t range[2] = {(uint64_t)HOT * PAGE, (uint64_t)(next - HOT) * PAGE};
+                if (ioctl(fd, BLKDISCARD, range) != 0) {
+                    perror("BLKDISCARD");
+                    return 1;
+                }
+            } else if (ftruncate(fd, (off_t)HOT * PAGE) != 0) {
                 perror("ftruncate");
                 return 1;
             }

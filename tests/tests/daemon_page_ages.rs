@@ -15,6 +15,10 @@
 //!   program itself;
 //! - with the shim's age table off (`PCSTREAM_PAGE_AGES=0`) both writes
 //!   get the call path's one hint, as before;
+//! - the same on a raw block device with write streams (a loop device
+//!   the shim is told has 8; the table's pages freed by `BLKDISCARD`):
+//!   the device's domain learns the refined key apart and the next run's
+//!   hot `pwrite`s find its stream as the node's hint before the call;
 //! - a restart (a new process reopening the learnt file, data and all):
 //!   the first rewrite of each of its old pages is learnt under its own
 //!   key (`AGE_OLDER`, "first rewrites of older pages"), not under the
@@ -22,9 +26,11 @@
 //!   aged as before.
 
 mod daemon_common;
+mod rawdev_common;
 
 use daemon_common::{read_table, under_shim, Daemon};
 use pcstream_placement::signature::{age_key, AGE_OLDER};
+use rawdev_common::{sysfs_with_streams, LoopDev};
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -174,4 +180,65 @@ fn in_place_rewrites_learn_and_place_apart_from_new_pages_by_their_age() {
         text.contains(&format!("{sig:016x}, first rewrites of older pages")),
         "{text}"
     );
+}
+
+#[test]
+fn raw_device_rewrites_learn_and_place_apart_by_their_age() {
+    let tmp = tempfile::tempdir().unwrap();
+    let bin = tmp.path().join("daemon_page_ages");
+    pcstream_tests::compile_c(
+        &pcstream_tests::c_dir().join("daemon_page_ages.c"),
+        &bin,
+        &["-O2"],
+    );
+    let dev = LoopDev::new(8);
+    let sys = sysfs_with_streams(&dev, 8);
+    let env = [(pcstream_placement::env::SYSFS, sys.path().to_str().unwrap())];
+    // The daemon reads the host's sysfs: the loop device is named raw.
+    let d = Daemon::start(&format!(
+        "[mapper]\nfirst_interval = 64\ncheck_interval = 512\n\
+         [[device]]\npath = \"{}\"\nkind = \"raw\"\nstreams = 8\n",
+        dev.arg()
+    ));
+    run(&d, &bin, 1500, &dev.path, &env);
+    d.settled();
+    let (ok, _, err) = d.ctl(&["recluster"]);
+    assert!(ok, "{err}");
+
+    let ctx = d.contexts();
+    let sig_of =
+        |c: &serde_json::Value, k: &str| u64::from_str_radix(c[k].as_str().unwrap(), 16).unwrap();
+    let domain = format!("raw:{}:{}", libc::major(dev.rdev), libc::minor(dev.rdev));
+    let hot = ctx
+        .iter()
+        .filter(|c| c["refines"].is_string())
+        .max_by_key(|c| c["bytes_written"].as_u64().unwrap())
+        .unwrap_or_else(|| panic!("no context refined by age: {ctx:#?}"));
+    assert_eq!(hot["domain"], domain.as_str(), "{hot:#}");
+    let sig = sig_of(hot, "refines");
+    assert_eq!(hot["age_class"], 2, "{hot:#}");
+    let bare = ctx
+        .iter()
+        .find(|c| sig_of(c, "signature") == sig)
+        .unwrap_or_else(|| panic!("the bare call path is not a context: {ctx:#?}"));
+    let life = |c: &serde_json::Value| c["lifetime_estimate_bytes"].as_f64().unwrap();
+    assert!(
+        life(hot) * 8.0 < life(bare),
+        "hot rewrites {} B, table pages {} B",
+        life(hot),
+        life(bare)
+    );
+    let stream = |c: &serde_json::Value| c["stream"].as_u64().unwrap();
+    assert!(
+        0 < stream(hot) && stream(hot) < stream(bare),
+        "streams {} {}",
+        stream(hot),
+        stream(bare)
+    );
+
+    // The next run: the node's hint after a hot rewrite is the refined
+    // key's stream (stream k = hint k on a raw device), after a new page
+    // the call path's.
+    let (hot_hint, table_hint) = run(&d, &bin, 3, &dev.path, &env);
+    assert_eq!((hot_hint, table_hint), (stream(hot), stream(bare)));
 }

@@ -110,7 +110,9 @@ extern "C" fn stream_for_write(fd: c_int, offset: u64, len: u64, rec: Rec) -> c_
         let t = g.thread();
         if info.raw {
             let raw = files::raw(fd)?;
-            let mut stream = rawdev::stream_for(sig, cached, raw.rdev);
+            // An O_DIRECT write's page age refines it (`rawdev::placed`).
+            let pos = (len > 0).then_some((offset, len));
+            let (mut stream, age) = rawdev::placed(sig, cached, raw, pos);
             if stream > raw.streams {
                 stream = 0;
             }
@@ -119,7 +121,8 @@ extern "C" fn stream_for_write(fd: c_int, offset: u64, len: u64, rec: Rec) -> c_
                     info: Some(info),
                     hit: Some((sig, stream)),
                     raw_hint: crate::hint::cached(info.id).unwrap_or(0) as u8,
-                    age: None,
+                    age,
+                    pos,
                 };
                 rawdev::after(t, fd, info, Some(offset), len, WriteCall::Uring, &b);
             }
@@ -134,6 +137,7 @@ extern "C" fn stream_for_write(fd: c_int, offset: u64, len: u64, rec: Rec) -> c_
                 hit: Some((sig, cached)),
                 raw_hint: 0,
                 age: None,
+                pos: Some((offset, len)),
             };
             // The stream of the write as placed (an O_DIRECT one's by its
             // page age too).

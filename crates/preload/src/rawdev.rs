@@ -27,6 +27,13 @@
 //!   `files.rs`), and only for `O_DIRECT` descriptors (a buffered write is
 //!   written back through the block device's own page cache, whose inode is
 //!   not the node's: the node's hint does not reach it);
+//! * page ages: a positional `O_DIRECT` write (`pwrite`) records its
+//!   pages' ages (`pageage.rs`, keyed by the device's `FileId`) and takes
+//!   the stream of its call path refined by its first page's age class,
+//!   before the call, as a regular file's `pwrite` does; a page the
+//!   table does not hold is free (a raw device has no size at first
+//!   sight). Other writes (`write`, vectored, libaio) keep the call path's
+//!   stream;
 //! * the event ([`after`]): a `WriteEvent` whose `FileId` is
 //!   `{ dev: st_rdev, ino: 0 }` (ino 0 names a raw block device by its
 //!   device number, `proto/pcstream.proto`), at the given offset or the
@@ -42,7 +49,7 @@ use crate::{batch::RawWrite, events::WriteCall, tls::Thread};
 use crate::{hint, state};
 use libc::c_int;
 use pcstream_placement::delivery::{table_key, Domain};
-use pcstream_placement::signature::mix64;
+use pcstream_placement::signature::{age_key, mix64};
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering};
 use std::sync::OnceLock;
 
@@ -245,6 +252,35 @@ pub fn stream_for(sig: u64, cached: u32, rdev: u64) -> u32 {
     }
 }
 
+/// The stream of a write of call path (`sig`, `cached`) to `raw` at `pos`
+/// (offset, length; known before the call): [`stream_for`], refined, for
+/// an `O_DIRECT` descriptor, by the age class of the write's first page
+/// (`pageage.rs`, recorded here: the class is returned for the event),
+/// the live table's stream for `age_key(sig, class)` in the device's
+/// domain when it has one. A static map is per call path.
+#[inline]
+pub fn placed(
+    sig: u64,
+    cached: u32,
+    raw: files::Raw,
+    pos: Option<(u64, u64)>,
+) -> (u32, Option<u32>) {
+    let stream = stream_for(sig, cached, raw.rdev);
+    let Some((off, n)) = pos.filter(|_| raw.direct) else {
+        return (stream, None);
+    };
+    if !(state::events_on() || crate::live::present()) {
+        return (stream, None);
+    }
+    let age = crate::pageage::touch(device_id(raw.rdev), off, n);
+    if age == 0 || hint::have_map() {
+        return (stream, Some(age));
+    }
+    let key = table_key(age_key(sig, age), Domain::Raw { dev: raw.rdev });
+    let s = crate::live::lookup(key).map_or(stream, |(s, _)| s);
+    (s, Some(age))
+}
+
 /// The hint value for stream `stream` on a device of `streams` write
 /// streams: `Some(stream)` when a hint can carry it (1 ≤ k ≤ min(5, N)).
 #[inline]
@@ -267,7 +303,8 @@ pub unsafe fn before(t: &Thread, fd: c_int, info: FdInfo, rec: *const usize, b: 
         None => unsafe { crate::context::capture_described(t, rec) },
     };
     let Some((sig, cached)) = hit else { return };
-    let stream = stream_for(sig, cached, raw.rdev);
+    let (stream, age) = placed(sig, cached, raw, b.pos);
+    b.age = age;
     b.hit = Some((sig, stream));
     b.raw_hint = if raw.direct {
         node_hint(fd, info, stream, raw)
@@ -513,7 +550,8 @@ pub fn after(
     };
     state::emit_write(
         t,
-        RawWrite::new(id, offset, n, sig, stream, b.raw_hint as u32, call as u32),
+        RawWrite::new(id, offset, n, sig, stream, b.raw_hint as u32, call as u32)
+            .with_age(b.age.unwrap_or(0)),
     );
 }
 

@@ -34,8 +34,11 @@ pub struct Before {
     pub(crate) hit: Option<(u64, u32)>,
     /// A raw device's hint after the shim's hint handling (`rawdev.rs`).
     pub(crate) raw_hint: u8,
-    /// The age class [`pre_place`] found and recorded (`pageage.rs`).
+    /// The age class [`pre_place`] (or, for a raw device,
+    /// `rawdev::before`) found and recorded (`pageage.rs`).
     pub(crate) age: Option<u32>,
+    /// (offset, length) of a positional write, known before the call.
+    pub(crate) pos: Option<(u64, u64)>,
 }
 
 impl Before {
@@ -47,6 +50,7 @@ impl Before {
             hit: None,
             raw_hint: 0,
             age: None,
+            pos: None,
         }
     }
 

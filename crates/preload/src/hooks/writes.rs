@@ -66,6 +66,7 @@ unsafe fn traced_at<F: Copy>(
         return call(real);
     };
     let mut before = track::Before::new();
+    before.pos = pre;
     g.observe(|| {
         // SAFETY: `rec` is the trampoline's frame record.
         unsafe { track::before_write(g.thread(), fd, rec, &mut before) };
