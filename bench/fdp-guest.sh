@@ -283,6 +283,11 @@ wl_fio() { # two jobs of different hotness on one namespace, through two call pa
       --offset=$((${FIO_SIZE%M} / 8))M --size=$((${FIO_SIZE%M} * 7 / 8))M \
       --io_size=$((${FIO_IO%[MG]} / 4))${FIO_IO##*[0-9]} >/tmp/wl.log 2>&1
 }
+wl_zipf() { # one call path (psync) in place: the namespace written once, then rewritten at zipf(1.2)-skewed offsets
+  $PRE fio --name=fill --filename="$1" --direct=1 --rw=write --bs=128k --ioengine=psync --size=$FIO_SIZE \
+    --name=skew --stonewall --filename="$1" --direct=1 --rw=randwrite --bs=16k --ioengine=psync \
+      --size=$FIO_SIZE --io_size=$FIO_IO --random_distribution=zipf:1.2 --randrepeat=1 >/tmp/wl.log 2>&1
+}
 
 # Hand-placed maps, chosen from the contexts pcstreamd showed for the case
 # (call paths by function name; stream 1 = SHORT, 2 = MEDIUM, 4 = EXTREME:
@@ -405,6 +410,7 @@ policies() { # the rows of a case, in order (hand-placed after pcstream: its map
     ext4-rocksdb) all="none app-hints pcstream" ;; # the control: one RUH whatever the policy
     f2fs-postgres) all="none pcstream pcstream-2 hand-placed" ;;
     f2fs-mariadb) all="none pcstream pcstream-2 hand-placed" ;; # hand-placed: by learnt lifetime (mariadbd exports no InnoDB symbols)
+    raw-zipf) all="none pcstream pcstream-2" ;; # one call path: a static map is per call path
     *) all="none pcstream pcstream-2 hand-placed" ;;
   esac
   for p in $all; do

@@ -30,7 +30,7 @@
 # bench/fdp-guest.sh), e.g. --set RDB_CAP=320M, or --set RUHS=3 --set
 # RU_SIZE=8M --set OP=20 (reclaim units larger than F2FS's 2 MiB segments).
 #
-# Cases: f2fs-rocksdb, f2fs-sqlite, f2fs-postgres, f2fs-mariadb, raw-rawlife, raw-fio, ext4-rocksdb
+# Cases: f2fs-rocksdb, f2fs-sqlite, f2fs-postgres, f2fs-mariadb, raw-rawlife, raw-fio, raw-zipf, ext4-rocksdb
 # (the negative control: ext4 carries no hint to an NVMe device). Needs
 # root (the guest is built with debootstrap, like tests/qemu/run.sh, whose
 # machinery it uses with its own cache: target/qemu-bench-cache). Not part
@@ -68,8 +68,8 @@ for p in ${policies//,/ }; do
   esac
 done
 for c in ${cases//,/ }; do
-  case $c in f2fs-rocksdb|f2fs-sqlite|f2fs-postgres|f2fs-mariadb|raw-rawlife|raw-fio|ext4-rocksdb) ;;
-    *) echo "fdp.sh: unknown case '$c' (f2fs-rocksdb, f2fs-sqlite, f2fs-postgres, f2fs-mariadb, raw-rawlife, raw-fio, ext4-rocksdb)" >&2; exit 2 ;;
+  case $c in f2fs-rocksdb|f2fs-sqlite|f2fs-postgres|f2fs-mariadb|raw-rawlife|raw-fio|raw-zipf|ext4-rocksdb) ;;
+    *) echo "fdp.sh: unknown case '$c' (f2fs-rocksdb, f2fs-sqlite, f2fs-postgres, f2fs-mariadb, raw-rawlife, raw-fio, raw-zipf, ext4-rocksdb)" >&2; exit 2 ;;
   esac
 done
 mkdir -p "$out"

@@ -30,6 +30,7 @@ DESC = {
     "f2fs-mariadb": "MariaDB 11.8 / InnoDB, sysbench oltp_write_only from 4 threads (a 16 MiB buffer pool and a 32 MiB redo log at quick) on F2FS: every file written with O_DIRECT, so each file's hint sets its temperature (warm with none)",
     "raw-rawlife": "rawlife: O_DIRECT on the raw namespace through three call paths (journal ring, tables, scratch freed by BLKDISCARD)",
     "raw-fio": "fio, two jobs on one raw namespace: hot (⅛ of the LBAs, ¾ of the writes, psync) and cold (pvsync2)",
+    "raw-zipf": "fio, one job on the raw namespace through one call path (psync, O_DIRECT): the namespace written once, then rewritten in 16 KiB blocks at zipf(1.2)-skewed offsets; only the pages' ages (docs/shim.md, \"Page ages\") tell hot from cold",
     "ext4-rocksdb": "db_bench as above on ext4: the negative control (ext4 passes no hint to an NVMe device)",
 }
 # What a scale other than quick changes, per case.
