@@ -32,7 +32,7 @@ use daemon_common::{read_table, under_shim, Daemon};
 use pcstream_placement::signature::{age_key, AGE_OLDER};
 use rawdev_common::{sysfs_with_streams, LoopDev};
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// Runs the program; returns (hint after a hot write, after a table write).
 fn run(d: &Daemon, bin: &Path, rounds: u32, file: &Path, env: &[(&str, &str)]) -> (u64, u64) {
@@ -64,43 +64,66 @@ fn run_args(
     (w[1].parse().unwrap(), w[3].parse().unwrap())
 }
 
-#[test]
-fn in_place_rewrites_learn_and_place_apart_from_new_pages_by_their_age() {
-    // O_DIRECT needs a file system that has it (tmpfs before Linux 6.6
-    // does not): the temporary directory's, as on a CI runner's disk.
-    let tmp = tempfile::tempdir().unwrap();
-    let bin = tmp.path().join("daemon_page_ages");
+fn sig_of(c: &serde_json::Value, k: &str) -> u64 {
+    u64::from_str_radix(c[k].as_str().unwrap(), 16).unwrap()
+}
+
+/// The test program, compiled into `dir`.
+fn program(dir: &Path) -> PathBuf {
+    let bin = dir.join("daemon_page_ages");
     pcstream_tests::compile_c(
         &pcstream_tests::c_dir().join("daemon_page_ages.c"),
         &bin,
         &["-O2"],
     );
-    let d = Daemon::start("[mapper]\nfirst_interval = 64\ncheck_interval = 512\n");
-    run(&d, &bin, 1500, &tmp.path().join("learn.db"), &[]);
+    bin
+}
+
+/// After a learning run and a re-clustering: the heaviest context refined
+/// by age (the hot rewrites, rewritten every 10 pages: class
+/// floor(log2(10) / 2) + 1 = 2) and the bare call path it refines, whose
+/// pages (written onto free space) live more than 8 times longer.
+fn learnt(d: &Daemon) -> (serde_json::Value, serde_json::Value) {
     d.settled();
     let (ok, _, err) = d.ctl(&["recluster"]);
     assert!(ok, "{err}");
-
-    // contexts: the call path, and its hot rewrites refined by age.
     let ctx = d.contexts();
-    let sig_of =
-        |c: &serde_json::Value, k: &str| u64::from_str_radix(c[k].as_str().unwrap(), 16).unwrap();
-    let refined: Vec<&serde_json::Value> =
-        ctx.iter().filter(|c| c["refines"].is_string()).collect();
-    assert!(!refined.is_empty(), "no context refined by age: {ctx:#?}");
-    let hot = refined
+    let hot = ctx
         .iter()
+        .filter(|c| c["refines"].is_string())
         .max_by_key(|c| c["bytes_written"].as_u64().unwrap())
-        .unwrap();
-    let sig = sig_of(hot, "refines");
-    let class = hot["age_class"].as_u64().unwrap() as u32;
-    // Rewritten every 10 pages: floor(log2(10) / 2) + 1.
-    assert_eq!(class, 2, "{hot:#}");
-    assert_eq!(sig_of(hot, "signature"), age_key(sig, class));
+        .unwrap_or_else(|| panic!("no context refined by age: {ctx:#?}"))
+        .clone();
+    let sig = sig_of(&hot, "refines");
+    assert_eq!(hot["age_class"], 2, "{hot:#}");
+    assert_eq!(sig_of(&hot, "signature"), age_key(sig, 2));
     let bare = ctx
         .iter()
         .find(|c| sig_of(c, "signature") == sig)
-        .unwrap_or_else(|| panic!("the bare call path is not a context: {ctx:#?}"));
+        .unwrap_or_else(|| panic!("the bare call path is not a context: {ctx:#?}"))
+        .clone();
+    let life = |c: &serde_json::Value| c["lifetime_estimate_bytes"].as_f64().unwrap();
+    assert!(
+        life(&hot) * 8.0 < life(&bare),
+        "hot rewrites {} B, table pages {} B",
+        life(&hot),
+        life(&bare)
+    );
+    (hot, bare)
+}
+
+#[test]
+fn in_place_rewrites_learn_and_place_apart_from_new_pages_by_their_age() {
+    // O_DIRECT needs a file system that has it (tmpfs before Linux 6.6
+    // does not): the temporary directory's, as on a CI runner's disk.
+    let tmp = tempfile::tempdir().unwrap();
+    let bin = program(tmp.path());
+    let d = Daemon::start("[mapper]\nfirst_interval = 64\ncheck_interval = 512\n");
+    run(&d, &bin, 1500, &tmp.path().join("learn.db"), &[]);
+
+    // contexts: the call path, and its hot rewrites refined by age.
+    let (hot, bare) = learnt(&d);
+    let (sig, class) = (sig_of(&hot, "refines"), 2);
     assert_eq!(
         hot["frames"], bare["frames"],
         "shown with the call path's frames"
@@ -108,13 +131,6 @@ fn in_place_rewrites_learn_and_place_apart_from_new_pages_by_their_age() {
     assert!(
         bare["frames"].as_array().is_some_and(|f| !f.is_empty()),
         "{bare:#}"
-    );
-    let life = |c: &serde_json::Value| c["lifetime_estimate_bytes"].as_f64().unwrap();
-    assert!(
-        life(hot) * 8.0 < life(bare),
-        "hot rewrites {} B, table pages {} B",
-        life(hot),
-        life(bare)
     );
     let (text_ok, text, err) = d.ctl(&["contexts"]);
     assert!(text_ok, "{err}");
@@ -185,12 +201,7 @@ fn in_place_rewrites_learn_and_place_apart_from_new_pages_by_their_age() {
 #[test]
 fn raw_device_rewrites_learn_and_place_apart_by_their_age() {
     let tmp = tempfile::tempdir().unwrap();
-    let bin = tmp.path().join("daemon_page_ages");
-    pcstream_tests::compile_c(
-        &pcstream_tests::c_dir().join("daemon_page_ages.c"),
-        &bin,
-        &["-O2"],
-    );
+    let bin = program(tmp.path());
     let dev = LoopDev::new(8);
     let sys = sysfs_with_streams(&dev, 8);
     let env = [(pcstream_placement::env::SYSFS, sys.path().to_str().unwrap())];
@@ -201,44 +212,20 @@ fn raw_device_rewrites_learn_and_place_apart_by_their_age() {
         dev.arg()
     ));
     run(&d, &bin, 1500, &dev.path, &env);
-    d.settled();
-    let (ok, _, err) = d.ctl(&["recluster"]);
-    assert!(ok, "{err}");
-
-    let ctx = d.contexts();
-    let sig_of =
-        |c: &serde_json::Value, k: &str| u64::from_str_radix(c[k].as_str().unwrap(), 16).unwrap();
+    let (hot, bare) = learnt(&d);
     let domain = format!("raw:{}:{}", libc::major(dev.rdev), libc::minor(dev.rdev));
-    let hot = ctx
-        .iter()
-        .filter(|c| c["refines"].is_string())
-        .max_by_key(|c| c["bytes_written"].as_u64().unwrap())
-        .unwrap_or_else(|| panic!("no context refined by age: {ctx:#?}"));
     assert_eq!(hot["domain"], domain.as_str(), "{hot:#}");
-    let sig = sig_of(hot, "refines");
-    assert_eq!(hot["age_class"], 2, "{hot:#}");
-    let bare = ctx
-        .iter()
-        .find(|c| sig_of(c, "signature") == sig)
-        .unwrap_or_else(|| panic!("the bare call path is not a context: {ctx:#?}"));
-    let life = |c: &serde_json::Value| c["lifetime_estimate_bytes"].as_f64().unwrap();
-    assert!(
-        life(hot) * 8.0 < life(bare),
-        "hot rewrites {} B, table pages {} B",
-        life(hot),
-        life(bare)
-    );
     let stream = |c: &serde_json::Value| c["stream"].as_u64().unwrap();
     assert!(
-        0 < stream(hot) && stream(hot) < stream(bare),
+        0 < stream(&hot) && stream(&hot) < stream(&bare),
         "streams {} {}",
-        stream(hot),
-        stream(bare)
+        stream(&hot),
+        stream(&bare)
     );
 
     // The next run: the node's hint after a hot rewrite is the refined
     // key's stream (stream k = hint k on a raw device), after a new page
     // the call path's.
     let (hot_hint, table_hint) = run(&d, &bin, 3, &dev.path, &env);
-    assert_eq!((hot_hint, table_hint), (stream(hot), stream(bare)));
+    assert_eq!((hot_hint, table_hint), (stream(&hot), stream(&bare)));
 }
