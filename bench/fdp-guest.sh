@@ -62,7 +62,7 @@ info "runs=$RUNS scale=$SCALE cases=$CASES"
 # used and writes a quarter of its blocks into the holes of used segments
 # (SSR); still neither its cleaning nor the device's GC copies
 # (docs/nvme.md, "What ages a namespace under F2FS").
-RDB_L0=
+RDB_L0= RDB_RATE=
 if [ "$SCALE" = quick ] || [ "$SCALE" = aged ]; then
   CAP=256M; RDB_CAP=384M; RDB_KEYS=100000; RDB_OPS=250000; SQL_ROWS=100000; SQL_TXNS=400
   RAW_MIB=32; RAW_ROUNDS=40; FIO_SIZE=256M; FIO_IO=768M; PG_SCALE=5; PG_TXNS=20000; PG_WAL=64MB
@@ -176,7 +176,8 @@ wl_rocksdb() { # fillrandom of RDB_KEYS keys, then RDB_OPS overwrites of them
     --num=$RDB_KEYS --value_size=1000 --compression_type=none \
     --write_buffer_size=4194304 --target_file_size_base=4194304 \
     --max_bytes_for_level_base=16777216 --statistics=0 --histogram=0 --threads=1 \
-    ${RDB_L0:+--level0_slowdown_writes_trigger=$((RDB_L0 - 4)) --level0_stop_writes_trigger=$RDB_L0}
+    ${RDB_L0:+--level0_slowdown_writes_trigger=$((RDB_L0 - 4)) --level0_stop_writes_trigger=$RDB_L0} \
+    ${RDB_RATE:+--benchmark_write_rate_limit=$RDB_RATE}
   shift
   $PRE db_bench "$@" --benchmarks=fillrandom >/tmp/wl.log 2>&1 &&
     $PRE db_bench "$@" --benchmarks=overwrite --use_existing_db=1 --writes=$RDB_OPS >>/tmp/wl.log 2>&1
