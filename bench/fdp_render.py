@@ -192,13 +192,16 @@ def main():
     for c in cases:
         fs = any(fs_cells(r) for r in rows if r["section"] == c)
         gc = any(r["ruhgc"] for r in rows if r["section"] == c)
+        # GC columns: RUHs 0-2 (F2FS uses three), or up to the last RUH any row's GC copied from.
+        ngc = max([3] + [max((i + 1 for i, b in enumerate(r["ruhgc"]) if b), default=0)
+                         for r in rows if r["section"] == c])
         tr = any(r["trimmed"] is not None for r in rows if r["section"] == c)
         md += [f"## {c}", "", desc[c], ""]
         if fs:
             md += ["F2FS's own work per row: its fullest (`df`, every 2 s), the MiB it wrote into the holes of used",
                    "segments (SSR) and the MiB its cleaning moved.", ""]
         if gc:
-            md += ["Per-RUH GC MiB: what the device's GC copied, by the RUH the host had written it to (RUHs 0-2).", ""]
+            md += [f"Per-RUH GC MiB: what the device's GC copied, by the RUH the host had written it to (RUHs 0-{ngc - 1}).", ""]
         if tr:
             md += ["Discarded MiB: what the host's deallocations (the file system's discards) told the device was",
                    "dead, counting only blocks that held data (mkfs included; empty where the row predates the counter).", ""]
@@ -214,7 +217,7 @@ def main():
             for r in rs:
                 md.append(f"| {p} | {r['run']} | {mib(r['app'])} | {mib(r['host'])} | {mib(r['media'])} | "
                           f"{waf(r):.3f} | {e2e(r):.3f} | {' / '.join(mib(b) for b in r['ruh'])} |" +
-                          (f" {' / '.join(mib(b) for b in r['ruhgc'][:3])} |" if gc else "") +
+                          (f" {' / '.join(mib(b) for b in r['ruhgc'][:ngc])} |" if gc else "") +
                           ((f" {mib(r['trimmed'])} |" if r["trimmed"] is not None else " |") if tr else "") + f" {r['secs']} |" +
                           ((fs_cells(r) or " | | |") if fs else ""))
             w = statistics.fmean(waf(r) for r in rs)
