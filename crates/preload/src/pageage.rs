@@ -199,6 +199,17 @@ pub fn opened(id: FileId, size: u64) {
     }
 }
 
+/// File `id` is gone (its last link, whatever size it had: another
+/// process may have shrunk it): its size at first sight goes too, so that
+/// a new file on the same inode number starts free.
+pub fn gone(id: FileId) {
+    let tag = tag_of(id);
+    let slot = file_slot(tag);
+    if slot.tag.load(Ordering::Relaxed) == tag {
+        slot.tag.store(0, Ordering::Relaxed);
+    }
+}
+
 /// Whether `page` of the file tagged `tag` held data when this process
 /// first saw the file.
 fn older(tag: u64, page: u64) -> bool {
@@ -386,5 +397,12 @@ mod tests {
         // An unlink forgets it: the inode may come back as a new file.
         forget(db, 0, 1 << 40);
         assert_eq!(touch(db, 3 * PAGE, PAGE), 0);
+        // Also when the file had shrunk below its first size elsewhere.
+        let other = f(5);
+        opened(other, 8 * PAGE);
+        forget(other, 0, 2 * PAGE);
+        assert_eq!(touch(other, 4 * PAGE, PAGE), AGE_OLDER);
+        gone(other);
+        assert_eq!(touch(other, 5 * PAGE, PAGE), 0);
     }
 }

@@ -653,6 +653,12 @@ pub unsafe fn stat_path(dirfd: c_int, path: *const c_char, follow: bool) -> Opti
 
 fn invalidate(id: FileId, kind: InvalidateKind, offset: u64, len: u64) {
     crate::pageage::forget(id, offset, offset.saturating_add(len));
+    if matches!(
+        kind,
+        InvalidateKind::Unlink | InvalidateKind::CloseUnlinked | InvalidateKind::RenameReplace
+    ) {
+        crate::pageage::gone(id);
+    }
     state::emit(&Kind::Invalidate {
         file: id,
         kind,
