@@ -285,20 +285,16 @@ fn record(set: &Set, tag: u64, page: u64, clock: u32) -> Option<u32> {
 /// Forgets the pages of file `id` from byte `from` on, up to `to` (its
 /// size before: a truncation, or an unlink from 0; or a punched hole):
 /// they are free. A death of the file's tail lowers its size at first
-/// sight, and one from byte 0 forgets it (its inode number may come back
-/// as a new file). A hole punched inside that size does not (one number
-/// per file): a write into it reads as [`AGE_OLDER`].
+/// sight (to 0 for an unlink, whose [`gone`] then drops it); a hole
+/// punched inside that size does not (one number per file): a write into
+/// it reads as [`AGE_OLDER`].
 pub fn forget(id: FileId, from: u64, to: u64) {
     let tag = tag_of(id);
     let slot = file_slot(tag);
     if slot.tag.load(Ordering::Relaxed) == tag
         && to.div_ceil(PAGE) >= slot.pages.load(Ordering::Relaxed)
     {
-        if from == 0 {
-            slot.tag.store(0, Ordering::Relaxed);
-        } else {
-            slot.pages.fetch_min(from.div_ceil(PAGE), Ordering::Relaxed);
-        }
+        slot.pages.fetch_min(from.div_ceil(PAGE), Ordering::Relaxed);
     }
     // Nothing more to forget before the first tracked write made the table.
     let Some(sets) = made() else { return };

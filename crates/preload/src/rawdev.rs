@@ -269,7 +269,7 @@ pub fn placed(
     let Some((off, n)) = pos.filter(|_| raw.direct) else {
         return (stream, None);
     };
-    if !(state::events_on() || crate::live::present()) {
+    if !track::ages_recorded() {
         return (stream, None);
     }
     let age = crate::pageage::touch(device_id(raw.rdev), off, n);

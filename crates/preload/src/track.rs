@@ -16,6 +16,7 @@ use crate::tls::Thread;
 use crate::{files, hint, real};
 
 mod aged;
+pub(crate) use aged::ages_recorded;
 pub use aged::pre_place;
 use libc::{c_char, c_int, FILE};
 use pcstream_placement::hint::RwHint;

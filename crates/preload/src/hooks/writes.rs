@@ -70,9 +70,7 @@ unsafe fn traced_at<F: Copy>(
     g.observe(|| {
         // SAFETY: `rec` is the trampoline's frame record.
         unsafe { track::before_write(g.thread(), fd, rec, &mut before) };
-        if let Some((off, n)) = pre {
-            track::pre_place(&mut before, fd, off, n);
-        }
+        track::pre_place(&mut before, fd);
     });
     let r = g.call(|| call(real));
     if r > 0 && before.after_needed(fd) {

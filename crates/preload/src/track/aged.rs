@@ -7,6 +7,14 @@ use super::{events_on, file_stream, inode_hint, Before};
 use crate::{files, hint};
 use libc::c_int;
 
+/// Whether `O_DIRECT` writes record their page ages (`pageage.rs`): when
+/// they can matter, because events carry the class or a live table has
+/// refined keys to place by.
+#[inline(always)]
+pub(crate) fn ages_recorded() -> bool {
+    events_on() || crate::live::present()
+}
+
 /// Whether a write through `info` takes its stream from its age class
 /// (an `O_DIRECT` file, no static map, a live table mapped): it then
 /// needs its offset even when no event goes out.
@@ -15,14 +23,14 @@ pub(super) fn placed_by_age(info: files::FdInfo) -> bool {
     info.direct && !hint::have_map() && crate::live::present()
 }
 
-/// Before a positional write of `n` bytes at `off` to an `O_DIRECT`
+/// Before a positional write (`b.pos`: offset, length) to an `O_DIRECT`
 /// regular file whose call path is in the signature cache: its age class
 /// (recorded in `pageage.rs` now, kept in `b` for the event) and its
 /// stream's hint on the inode, so that the data reaches the device with
 /// it. Every other write is placed after its call, as before.
 #[inline(always)]
-pub fn pre_place(b: &mut Before, fd: c_int, off: u64, n: u64) {
-    if let (Some(info), Some((sig, cached))) = (b.info, b.hit) {
+pub fn pre_place(b: &mut Before, fd: c_int) {
+    if let (Some(info), Some((sig, cached)), Some((off, n))) = (b.info, b.hit, b.pos) {
         if info.direct && info.regular && info.append == Some(false) {
             pre_place_direct(b, fd, info, (sig, cached), off, n);
         }
@@ -39,7 +47,7 @@ fn pre_place_direct(
     off: u64,
     n: u64,
 ) {
-    if !(events_on() || crate::live::present()) {
+    if !ages_recorded() {
         return;
     }
     let age = age_of(info, off, n);
@@ -52,7 +60,7 @@ fn pre_place_direct(
 /// mapped); 0 for every other write.
 #[inline(always)]
 pub(super) fn age_of(info: files::FdInfo, offset: u64, n: u64) -> u32 {
-    if info.direct && info.regular && (events_on() || crate::live::present()) {
+    if info.direct && info.regular && ages_recorded() {
         crate::pageage::touch(info.id, offset, n)
     } else {
         0
