@@ -62,7 +62,7 @@ info "runs=$RUNS scale=$SCALE cases=$CASES"
 # used and writes a quarter of its blocks into the holes of used segments
 # (SSR); still neither its cleaning nor the device's GC copies
 # (docs/nvme.md, "What ages a namespace under F2FS").
-RDB_L0= RDB_RATE=
+RDB_L0= RDB_RATE= RDB_CHUNK= RDB_JOBS=
 if [ "$SCALE" = quick ] || [ "$SCALE" = aged ]; then
   CAP=256M; RDB_CAP=384M; RDB_KEYS=100000; RDB_OPS=250000; SQL_ROWS=100000; SQL_TXNS=400
   RAW_MIB=32; RAW_ROUNDS=40; FIO_SIZE=256M; FIO_IO=768M; PG_SCALE=5; PG_TXNS=20000; PG_WAL=64MB
@@ -85,7 +85,12 @@ fi
 # block died only when F2FS writes its address again (unset: 1, F2FS's
 # default discard, which tells the device at once).
 # RDB_L0: db_bench's level0_stop_writes_trigger (its slowdown trigger 4
-# below; unset: db_bench's 36 and 20).
+# below; unset: db_bench's 36 and 20). RDB_CHUNK: RocksDB's direct-I/O
+# write size in bytes (--writable_file_max_buffer_size; unset: its 1 MiB,
+# one reclaim unit, so a reclaim unit holds one SST's chunk and empties
+# whole). RDB_JOBS: --max_background_jobs (unset: db_bench's 2); with
+# smaller chunks and more jobs, flushes and compactions interleave inside
+# a reclaim unit.
 # RUHS, RU_SIZE, OP: the target's reclaim unit handles, reclaim unit size
 # and over-provisioning in percent (unset: 8, 1M, 7). pcstreamd's erase
 # unit follows RU_SIZE. The target needs RUHS + 3 spare reclaim units
@@ -177,7 +182,8 @@ wl_rocksdb() { # fillrandom of RDB_KEYS keys, then RDB_OPS overwrites of them
     --write_buffer_size=4194304 --target_file_size_base=4194304 \
     --max_bytes_for_level_base=16777216 --statistics=0 --histogram=0 --threads=1 \
     ${RDB_L0:+--level0_slowdown_writes_trigger=$((RDB_L0 - 4)) --level0_stop_writes_trigger=$RDB_L0} \
-    ${RDB_RATE:+--benchmark_write_rate_limit=$RDB_RATE}
+    ${RDB_RATE:+--benchmark_write_rate_limit=$RDB_RATE} \
+    ${RDB_CHUNK:+--writable_file_max_buffer_size=$RDB_CHUNK} ${RDB_JOBS:+--max_background_jobs=$RDB_JOBS}
   shift
   $PRE db_bench "$@" --benchmarks=fillrandom >/tmp/wl.log 2>&1 &&
     $PRE db_bench "$@" --benchmarks=overwrite --use_existing_db=1 --writes=$RDB_OPS >>/tmp/wl.log 2>&1
