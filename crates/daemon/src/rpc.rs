@@ -263,7 +263,7 @@ impl proto::pc_stream_server::PcStream for Service {
             let devices = inner.classifier.devices_of(key.domain);
             let mut rows: Vec<wire::StreamInfo> = (0..n)
                 .map(|s| wire::StreamInfo {
-                    stream: key.domain.publish(s).0,
+                    stream: e.publish(key.domain, s).0,
                     centroid_log2_lifetime_pages: if s == 0 {
                         f64::NAN
                     } else {
@@ -274,7 +274,7 @@ impl proto::pc_stream_server::PcStream for Service {
                             .unwrap_or(f64::NAN)
                     },
                     uid: key.uid,
-                    hint: u32::from(key.domain.publish(s).1),
+                    hint: u32::from(e.publish(key.domain, s).1),
                     domain: key.domain.name(),
                     devices: devices.clone(),
                     ..Default::default()

@@ -25,7 +25,9 @@
 //! (two classes mapped shorter → longer onto MEDIUM / EXTREME, F2FS's warm
 //! and cold, leaving its hot log to F2FS's own rules: [`F2FS_STREAMS`]),
 //! and one `raw` domain per block device (its stream
-//! count, at most [`RAW_MAX_STREAMS`]; stream k ↔ hint value k).
+//! count, at most [`RAW_MAX_STREAMS`]; stream k ↔ hint value k; learnt
+//! classes from stream 2 up, stream 1 left to unplaced writes:
+//! [`raw_reserves_first`]).
 //!
 //! The daemon publishes a domain's signatures under [`table_key`]: the
 //! signature itself for `hints` (so a shim that knows nothing of domains
@@ -202,18 +204,27 @@ impl Domain {
 
     /// Stream ids a learner of this domain clusters into, 0 (unknown)
     /// included; `device_streams` is a raw device's stream count.
+    ///
+    /// A raw device with two or more streams keeps its stream 1 for what
+    /// no learner placed ([`raw_reserves_first`]), so its learners cluster
+    /// into one stream fewer than hints reach.
     pub fn learner_streams(self, device_streams: u32) -> u32 {
         match self {
             Domain::Hints => crate::hint::HINT_STREAMS + 1,
             Domain::F2fs => F2FS_STREAMS.len() as u32 + 1,
-            Domain::Raw { .. } => device_streams.clamp(1, RAW_MAX_STREAMS) + 1,
+            Domain::Raw { .. } => {
+                let n = device_streams.clamp(1, RAW_MAX_STREAMS);
+                n - u32::from(raw_reserves_first(device_streams)) + 1
+            }
         }
     }
 
     /// The (stream, hint) published for a learner's stream `s` (0 = unknown
     /// → (0, not set)): `hints` as `RwHint::for_stream`, `f2fs` through
-    /// [`F2FS_STREAMS`], `raw` stream k with hint value k.
-    pub fn publish(self, s: u32) -> (u32, u8) {
+    /// [`F2FS_STREAMS`], `raw` stream k with hint value k, from stream 2 up
+    /// where the device (of `device_streams`; ignored elsewhere) keeps
+    /// stream 1 for unplaced writes.
+    pub fn publish(self, s: u32, device_streams: u32) -> (u32, u8) {
         if s == 0 {
             return (0, 0);
         }
@@ -224,11 +235,29 @@ impl Domain {
                 (p, RwHint::for_stream(p).raw() as u8)
             }
             Domain::Raw { .. } => {
-                let k = s.min(RAW_MAX_STREAMS);
+                let first = 1 + u32::from(raw_reserves_first(device_streams));
+                let k = (s - 1 + first).min(RAW_MAX_STREAMS);
                 (k, k as u8)
             }
         }
     }
+}
+
+/// Whether a raw device of `device_streams` write streams keeps stream 1
+/// out of learnt placement: yes with two or more.
+///
+/// A write with no hint goes to the device's default placement, the same
+/// reclaim unit handle as stream 1 (the NVMe driver sends stream k to
+/// placement id k − 1 and an unhinted write to the namespace's first):
+/// everything a shim writes before the first clustering, paths no learner
+/// has placed, and other programs' writes. Learnt placement starts at
+/// stream 2 so that its shortest-lived class does not share reclaim units
+/// with all that (raw-zipf online, before: the hottest class shared RUH 0
+/// with the 256 MiB fill; docs/results-fdp.md). A device with one stream
+/// has nothing to keep apart.
+#[inline]
+pub const fn raw_reserves_first(device_streams: u32) -> bool {
+    device_streams >= 2
 }
 
 /// The key under which a domain's learner publishes `sig`.
@@ -868,11 +897,21 @@ mod tests {
     #[test]
     fn domains_publish_their_classes_and_salt_their_keys() {
         use crate::hint::RwHint::*;
-        let h = |d: Domain, s| d.publish(s);
+        let h = |d: Domain, s| d.publish(s, 8);
         assert_eq!(Domain::Hints.learner_streams(0), 5);
         assert_eq!(Domain::F2fs.learner_streams(0), 3);
-        assert_eq!(Domain::Raw { dev: 1 }.learner_streams(8), 6);
-        assert_eq!(Domain::Raw { dev: 1 }.learner_streams(2), 3);
+        // A raw device keeps stream 1 for unplaced writes: of the five
+        // streams a hint reaches, four are learnt, published 2..=5.
+        let raw = Domain::Raw { dev: 1 };
+        assert_eq!(raw.learner_streams(8), 5);
+        let published: Vec<_> = (0..5).map(|s| raw.publish(s, 8)).collect();
+        assert_eq!(published, [(0, 0), (2, 2), (3, 3), (4, 4), (5, 5)]);
+        // Two streams: one learnt class, in stream 2; one stream: nothing
+        // to keep apart, the one class in stream 1.
+        assert_eq!(raw.learner_streams(2), 2);
+        assert_eq!(raw.publish(1, 2), (2, 2));
+        assert_eq!(raw.learner_streams(1), 2);
+        assert_eq!(raw.publish(1, 1), (1, 1));
         // F2FS's warm and cold; a stream past the last stays the longest.
         let f2: Vec<u8> = (1..=3).map(|s| h(Domain::F2fs, s).1).collect();
         assert_eq!(f2, [Medium as u8, Extreme as u8, Extreme as u8]);
@@ -883,7 +922,7 @@ mod tests {
             assert_eq!(RwHint::for_stream(p).raw() as u8, hint);
         }
         assert_eq!(h(Domain::Hints, 4), (4, Extreme as u8));
-        assert_eq!(h(Domain::Raw { dev: 9 }, 3), (3, 3));
+        assert_eq!(h(Domain::Raw { dev: 9 }, 3), (4, 4));
         assert_eq!(h(Domain::F2fs, 0), (0, 0));
         // Keys: the signature for hints, distinct and nonzero otherwise.
         let sig = 0x1234_5678_9abc_def0;

@@ -352,8 +352,20 @@ impl Engine {
     pub fn learner_streams(&self, domain: Domain) -> u32 {
         match domain {
             Domain::Hints => self.cfg.streams,
-            d => d.learner_streams(self.domains.get(&d).map_or(0, |s| s.device_streams)),
+            d => d.learner_streams(self.device_streams(d)),
         }
+    }
+
+    /// The write streams of the device behind `domain` (0: unknown, or not
+    /// a raw device's domain).
+    fn device_streams(&self, domain: Domain) -> u32 {
+        self.domains.get(&domain).map_or(0, |s| s.device_streams)
+    }
+
+    /// The (stream, hint) `domain` publishes for its learners' stream `s`
+    /// ([`Domain::publish`] with the domain's device).
+    pub fn publish(&self, domain: Domain, s: StreamId) -> (StreamId, u8) {
+        domain.publish(s, self.device_streams(domain))
     }
 
     /// The spec a domain's learners were made with (`None`: not seen yet).
@@ -585,7 +597,7 @@ impl Engine {
     pub fn stream_in(&self, key: LearnerKey, sig: u64) -> StreamId {
         self.learners
             .get(&key)
-            .map_or(0, |l| key.domain.publish(l.mapper().stream(sig)).0)
+            .map_or(0, |l| self.publish(key.domain, l.mapper().stream(sig)).0)
     }
 
     /// The hint a stream stands for (`RWH_WRITE_LIFE_*`).
@@ -599,7 +611,7 @@ impl Engine {
         let mut v = Vec::new();
         for (&k, l) in &self.learners {
             for (sig, s) in l.mapper().table() {
-                let (p, h) = k.domain.publish(s);
+                let (p, h) = self.publish(k.domain, s);
                 v.push((k, sig, p, h));
             }
         }
