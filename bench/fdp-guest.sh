@@ -314,7 +314,9 @@ hand_map() { # case
     *rawlife) rules="journal_write:1 scratch_write:2 table_write:3" ;;
     *fio) rules="fio_psyncio_queue:1 fio_pvsyncio2_queue:2" ;;
   esac
-  tr -d '\n' </tmp/ctx.json | sed 's/},[[:space:]]*{/}\n{/g' >/tmp/ctx.lines
+  # A static map is per call path: contexts that refine one (page ages:
+  # `"refines": "PARENT"`) are not keys it can hold.
+  tr -d '\n' </tmp/ctx.json | sed 's/},[[:space:]]*{/}\n{/g' | grep -v '"refines":[[:space:]]*"' >/tmp/ctx.lines
   : >/tmp/hand.map
   for r in $rules; do
     grep -E "${r%:*}" /tmp/ctx.lines | sed -n 's/.*"signature":[[:space:]]*"\([0-9a-fx]*\)".*/\1/p' |
