@@ -62,7 +62,7 @@ info "runs=$RUNS scale=$SCALE cases=$CASES"
 # used and writes a quarter of its blocks into the holes of used segments
 # (SSR); still neither its cleaning nor the device's GC copies
 # (docs/nvme.md, "What ages a namespace under F2FS").
-RDB_L0= RDB_RATE= RDB_CHUNK= RDB_JOBS=
+RDB_L0= RDB_RATE= RDB_CHUNK= RDB_JOBS= FRAMES=
 if [ "$SCALE" = quick ] || [ "$SCALE" = aged ]; then
   CAP=256M; RDB_CAP=384M; RDB_KEYS=100000; RDB_OPS=250000; SQL_ROWS=100000; SQL_TXNS=400
   RAW_MIB=32; RAW_ROUNDS=40; FIO_SIZE=256M; FIO_IO=768M; PG_SCALE=5; PG_TXNS=20000; PG_WAL=64MB
@@ -91,6 +91,8 @@ fi
 # whole). RDB_JOBS: --max_background_jobs (unset: db_bench's 2); with
 # smaller chunks and more jobs, flushes and compactions interleave inside
 # a reclaim unit.
+# FRAMES: PCSTREAM_FRAMES (native frames per signature) for every row
+# under the shim (unset: the shim's default).
 # RUHS, RU_SIZE, OP: the target's reclaim unit handles, reclaim unit size
 # and over-provisioning in percent (unset: 8, 1M, 7). pcstreamd's erase
 # unit follows RU_SIZE. The target needs RUHS + 3 spare reclaim units
@@ -352,6 +354,7 @@ row() { # case policy run
     pcstream-2) daemon_up keep; PRE="env LD_PRELOAD=$SHIM" ;;
     hand-placed) PRE="env LD_PRELOAD=$SHIM PCSTREAM_MAP=/tmp/hand.map" ;;
   esac
+  [ -n "$PRE" ] && [ -n "$FRAMES" ] && PRE="$PRE PCSTREAM_FRAMES=$FRAMES"
   if [ "$fs" = raw ]; then target=$NS; else fs_up "$fs"; target=/mnt/d; fi
   fsx=
   if [ "$fs" = f2fs ]; then # the file system's fullest, every 2 s

@@ -26,7 +26,9 @@
 # they write the same; RDB_CHUNK: RocksDB's direct-I/O write size in
 # bytes (--writable_file_max_buffer_size, 1 MiB unless set); RDB_JOBS:
 # its background flush and compaction threads (--max_background_jobs,
-# db_bench's 2 unless set); CP_INTERVAL: F2FS's checkpoint interval;
+# db_bench's 2 unless set); FRAMES: PCSTREAM_FRAMES, native frames per
+# signature, for every row under the shim (the shim's default unless set);
+# CP_INTERVAL: F2FS's checkpoint interval;
 # F2FS_MIN_HOT: its min_hot_blocks and min_fsync_blocks; F2FS_DISCARD=0:
 # mount F2FS with nodiscard; RUHS, RU_SIZE,
 # OP: the target's reclaim unit handles, reclaim unit size and
@@ -46,7 +48,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 runs=3 scale=full cases=f2fs-rocksdb,f2fs-sqlite,raw-rawlife,raw-fio,ext4-rocksdb
 out=$root/bench/out-fdp render_only=0 policies= sets= docs=0
 # What --set may override (bench/fdp-guest.sh takes every fdp.NAME=VALUE it is given).
-set_names="RUHS RU_SIZE OP PG_CKPT PG_SEED CAP RDB_CAP RDB_KEYS RDB_OPS RDB_L0 RDB_RATE RDB_CHUNK RDB_JOBS SQL_ROWS SQL_TXNS RAW_MIB RAW_ROUNDS FIO_SIZE FIO_IO CP_INTERVAL PG_SCALE PG_TXNS PG_WAL MY_TABLES MY_ROWS MY_TXNS MY_POOL MY_LOG F2FS_MIN_HOT F2FS_DISCARD"
+set_names="RUHS RU_SIZE OP PG_CKPT PG_SEED CAP RDB_CAP RDB_KEYS RDB_OPS RDB_L0 RDB_RATE RDB_CHUNK RDB_JOBS FRAMES SQL_ROWS SQL_TXNS RAW_MIB RAW_ROUNDS FIO_SIZE FIO_IO CP_INTERVAL PG_SCALE PG_TXNS PG_WAL MY_TABLES MY_ROWS MY_TXNS MY_POOL MY_LOG F2FS_MIN_HOT F2FS_DISCARD"
 while [ $# -gt 0 ]; do
   case $1 in
     --runs) runs=$2; shift 2 ;;
@@ -58,7 +60,7 @@ while [ $# -gt 0 ]; do
       case " $set_names " in *" ${2%%=*} "*) ;; *) false ;; esac && case $2 in *=*) ;; *) false ;; esac ||
         { echo "fdp.sh: --set takes NAME=VALUE with NAME one of $set_names, not '$2'" >&2; exit 2; }
       case ${2#*=} in ''|*[!0-9MGB]*) echo "fdp.sh: --set $2: the value must be a number (a size may end in M or G)" >&2; exit 2 ;; esac
-      case $2 in RUHS=*[!0-9]*|OP=*[!0-9]*|PG_CKPT=*[!0-9]*|PG_SEED=*[!0-9]*|RDB_RATE=*[!0-9]*|RDB_CHUNK=*[!0-9]*|RDB_JOBS=*[!0-9]*) echo "fdp.sh: --set $2: the value must be a plain number" >&2; exit 2 ;; esac
+      case $2 in RUHS=*[!0-9]*|OP=*[!0-9]*|PG_CKPT=*[!0-9]*|PG_SEED=*[!0-9]*|RDB_RATE=*[!0-9]*|RDB_CHUNK=*[!0-9]*|RDB_JOBS=*[!0-9]*|FRAMES=*[!0-9]*) echo "fdp.sh: --set $2: the value must be a plain number" >&2; exit 2 ;; esac
       sets="$sets fdp.$2"; shift 2 ;;
     --render-only) render_only=1; shift ;;
     --docs) docs=1; shift ;;
