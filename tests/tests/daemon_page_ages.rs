@@ -225,6 +225,15 @@ fn raw_device_rewrites_learn_and_place_apart_by_their_age() {
         stream(&bare)
     );
 
+    // `streams` says so under the device's domain.
+    let (ok, out, err) = d.ctl(&["streams"]);
+    assert!(ok, "{err}");
+    let section = &out[out.find(&format!("{domain} domain")).expect(&out)..];
+    assert!(
+        section.contains("stream 1, the device's default placement, is left to writes"),
+        "{out}"
+    );
+
     // The next run: the node's hint after a hot rewrite is the refined
     // key's stream (stream k = hint k on a raw device), after a new page
     // the call path's.

@@ -537,6 +537,19 @@ fn streams_text(r: &wire::StreamsReply) -> String {
                 x.devices.join("; ")
             };
             s.push_str(&format!("  {domain} domain, devices (path): {arrive}\n"));
+            // A raw device's learnt classes start at stream 2: stream 1
+            // shares placement id 0 with unhinted writes and is left to
+            // them (delivery::raw_reserves_first).
+            let raw_from_2 = domain.starts_with("raw:")
+                && !r
+                    .streams
+                    .iter()
+                    .any(|y| y.uid == x.uid && y.domain == x.domain && y.stream == 1);
+            if raw_from_2 {
+                s.push_str(
+                    "  (stream 1, the device's default placement, is left to writes pcstreamd has not placed)\n",
+                );
+            }
         }
         let uid = if x.uid == u32::MAX {
             "all".into()
