@@ -121,10 +121,28 @@ dev_up() { # a fresh device of $1 bytes
   pcstreamctl target --listen 127.0.0.1:$PORT --nqn $NQN --capacity $1 --ruhs $RUHS --ru-size $RU_SIZE \
     --op "$(awk -v p="$OP" 'BEGIN { printf "%.4f", p / 100 }')" --interval 60 --json >/tmp/target.json 2>/tmp/target.log &
   TPID=$!
-  sleep 1
-  nvme connect -t tcp -a 127.0.0.1 -s $PORT -n $NQN >/dev/null 2>&1
-  sleep 2
-  NS=$(ls -t /dev/nvme[0-9]*n1 2>/dev/null | head -1)
+  # Connect once the target listens (a guest under load may take longer
+  # than a fixed second to start it), and wait for its namespace; a row
+  # whose device never comes up says so and fails instead of waiting on a
+  # missing device.
+  i=0
+  until ss -ltn 2>/dev/null | grep -q "127.0.0.1:$PORT "; do
+    i=$((i + 1)); [ $i -le 120 ] && kill -0 $TPID 2>/dev/null ||
+      { info "target on port $PORT did not start: $(tail -3 /tmp/target.log | tr '\n' ' ')"; return 1; }
+    sleep 0.5
+  done
+  before=$(ls /dev/nvme[0-9]*n1 2>/dev/null | tr '\n' ' ')
+  nvme connect -t tcp -a 127.0.0.1 -s $PORT -n $NQN >/dev/null 2>&1 ||
+    { info "nvme connect to port $PORT failed"; return 1; }
+  NS= i=0
+  while [ -z "$NS" ]; do
+    for d in /dev/nvme[0-9]*n1; do
+      [ -b "$d" ] && case " $before " in *" $d "*) ;; *) NS=$d ;; esac
+    done
+    [ -n "$NS" ] && break
+    i=$((i + 1)); [ $i -le 60 ] || { info "no namespace appeared after connecting to port $PORT"; return 1; }
+    sleep 0.5
+  done
   CTRL=${NS%n1}
 }
 dev_down() {
@@ -346,7 +364,12 @@ hand_map() { # case
 row() { # case policy run
   rm -f /tmp/wl.fields
   c=$1; p=$2; n=$3; fs=${c%%-*}; w=${c#*-}
-  case $w in rocksdb) dev_up $RDB_CAP ;; *) dev_up $CAP ;; esac
+  case $w in rocksdb) size=$RDB_CAP ;; *) size=$CAP ;; esac
+  dev_up "$size" || {
+    echo "CHECK $c-$p-$n FAIL (no device)"
+    nvme disconnect -n $NQN >/dev/null 2>&1; kill -TERM $TPID 2>/dev/null; wait $TPID 2>/dev/null
+    return
+  }
   PRE=""
   case $p in
     app-hints) echo >/tmp/empty.map; PRE="env LD_PRELOAD=$SHIM PCSTREAM_MAP=/tmp/empty.map" ;;
