@@ -365,11 +365,7 @@ row() { # case policy run
   rm -f /tmp/wl.fields
   c=$1; p=$2; n=$3; fs=${c%%-*}; w=${c#*-}
   case $w in rocksdb) size=$RDB_CAP ;; *) size=$CAP ;; esac
-  dev_up "$size" || {
-    echo "CHECK $c-$p-$n FAIL (no device)"
-    nvme disconnect -n $NQN >/dev/null 2>&1; kill -TERM $TPID 2>/dev/null; wait $TPID 2>/dev/null
-    return
-  }
+  dev_up "$size" || { echo "CHECK $c-$p-$n FAIL (no device)"; dev_down >/dev/null 2>&1; return; }
   PRE=""
   case $p in
     app-hints) echo >/tmp/empty.map; PRE="env LD_PRELOAD=$SHIM PCSTREAM_MAP=/tmp/empty.map" ;;

@@ -262,8 +262,9 @@ impl proto::pc_stream_server::PcStream for Service {
             let n = e.learner_streams(key.domain);
             let devices = inner.classifier.devices_of(key.domain);
             let mut rows: Vec<wire::StreamInfo> = (0..n)
-                .map(|s| wire::StreamInfo {
-                    stream: e.publish(key.domain, s).0,
+                .map(|s| (s, e.publish(key.domain, s)))
+                .map(|(s, (stream, hint))| wire::StreamInfo {
+                    stream,
                     centroid_log2_lifetime_pages: if s == 0 {
                         f64::NAN
                     } else {
@@ -274,7 +275,7 @@ impl proto::pc_stream_server::PcStream for Service {
                             .unwrap_or(f64::NAN)
                     },
                     uid: key.uid,
-                    hint: u32::from(e.publish(key.domain, s).1),
+                    hint: u32::from(hint),
                     domain: key.domain.name(),
                     devices: devices.clone(),
                     ..Default::default()

@@ -610,8 +610,9 @@ impl Engine {
     pub fn mapping(&self) -> Mapping {
         let mut v = Vec::new();
         for (&k, l) in &self.learners {
+            let device_streams = self.device_streams(k.domain);
             for (sig, s) in l.mapper().table() {
-                let (p, h) = self.publish(k.domain, s);
+                let (p, h) = k.domain.publish(s, device_streams);
                 v.push((k, sig, p, h));
             }
         }
