@@ -137,6 +137,63 @@ fn bad_mapping_is_named_in_the_system_log_and_ignored() {
     assert!(String::from_utf8_lossy(&o.stderr).contains(&format!("{}:2", map.display())));
 }
 
+/// A mapping named by mistake that is not a regular file (a device that
+/// never ends, a FIFO nobody writes) is refused at once and named in the
+/// system log; a FIFO under the daemon's table name is skipped. The
+/// program starts, runs and exits as without the shim (it used to block
+/// in `open`, or read `/dev/zero` until memory ran out).
+#[test]
+fn a_mapping_that_is_not_a_regular_file_is_refused_at_once() {
+    let bin = program("shim_paths", FP);
+    let cfg = tempfile::tempdir().unwrap();
+    let fifo = cfg.path().join("fifo.map");
+    mkfifo(&fifo);
+    let log_path = cfg.path().join("log");
+    let log = std::os::unix::net::UnixDatagram::bind(&log_path).unwrap();
+    log.set_nonblocking(true).unwrap();
+    for map in ["/dev/zero", fifo.to_str().unwrap()] {
+        let work = tempfile::tempdir().unwrap();
+        let files = four_files(work.path());
+        let o = Run::shim()
+            .env(var::MAP, map)
+            .env("PCSTREAM_SYSLOG", log_path.to_str().unwrap())
+            .output_within(&bin, &args(&files), 30);
+        assert!(o.status.success(), "{map}: {o:?}");
+        assert_eq!(String::from_utf8_lossy(&o.stderr), "", "{map}");
+        assert_eq!(hints(&String::from_utf8_lossy(&o.stdout)), vec![0, 0, 0, 0]);
+        let mut b = [0u8; 4096];
+        let n = log.recv(&mut b).expect("a line in the system log");
+        let line = String::from_utf8_lossy(&b[..n]);
+        assert!(
+            line.contains(&format!("{map}: not a regular file")),
+            "{line}"
+        );
+    }
+    // The daemon's table name as a FIFO, beside a socket that exists.
+    let run = tempfile::tempdir().unwrap();
+    // SAFETY: getuid has no preconditions.
+    let uid = unsafe { libc::getuid() };
+    for name in [format!("mapping.{uid}"), "mapping.all".to_string()] {
+        mkfifo(&run.path().join(name));
+    }
+    let sock = run.path().join("events.sock");
+    let _events = std::os::unix::net::UnixDatagram::bind(&sock).unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let files = four_files(work.path());
+    let o = Run::shim()
+        .env("PCSTREAM_RUNTIME_DIR", run.path().to_str().unwrap())
+        .env(var::SOCKET, sock.to_str().unwrap())
+        .output_within(&bin, &args(&files), 30);
+    assert!(o.status.success(), "{o:?}");
+    assert_eq!(hints(&String::from_utf8_lossy(&o.stdout)), vec![0, 0, 0, 0]);
+}
+
+fn mkfifo(p: &std::path::Path) {
+    let c = std::ffi::CString::new(p.to_str().unwrap()).unwrap();
+    // SAFETY: a NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0, "mkfifo");
+}
+
 fn app_hint_events(t: &ProcessTrace) -> Vec<wire::AppHintEvent> {
     t.events()
         .filter_map(|e| match &e.kind {

@@ -257,8 +257,7 @@ async fn run_async(conn: Conn, cmd: DaemonCmd) -> anyhow::Result<()> {
             println!("re-clustered: mapping generation {}", r.mapping_generation);
         }
         DaemonCmd::Import(a) => {
-            let data =
-                std::fs::read(&a.file).with_context(|| format!("read {}", a.file.display()))?;
+            let data = read_table(&a.file)?;
             let r = c
                 .import(wire::ImportRequest { state_json: data })
                 .await
@@ -276,6 +275,35 @@ async fn run_async(conn: Conn, cmd: DaemonCmd) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// Largest table `import` sends (and pcstreamd accepts): 64 MiB, some
+/// 200,000 signatures of JSON.
+pub const MAX_IMPORT_BYTES: u64 = 64 << 20;
+
+/// Reads a table to import: a regular file of at most
+/// [`MAX_IMPORT_BYTES`] (not a device or FIFO that never ends).
+fn read_table(path: &std::path::Path) -> anyhow::Result<Vec<u8>> {
+    use std::io::Read;
+    let f = std::fs::File::open(path).with_context(|| format!("read {}", path.display()))?;
+    let meta = f
+        .metadata()
+        .with_context(|| format!("read {}", path.display()))?;
+    if !meta.is_file() {
+        anyhow::bail!("read {}: not a regular file", path.display());
+    }
+    let mut data = Vec::new();
+    f.take(MAX_IMPORT_BYTES + 1)
+        .read_to_end(&mut data)
+        .with_context(|| format!("read {}", path.display()))?;
+    if data.len() as u64 > MAX_IMPORT_BYTES {
+        anyhow::bail!(
+            "read {}: larger than {} MiB, not a table pcstreamctl export wrote",
+            path.display(),
+            MAX_IMPORT_BYTES >> 20
+        );
+    }
+    Ok(data)
 }
 
 pub(crate) fn status_json(r: &wire::StatusReply) -> serde_json::Value {

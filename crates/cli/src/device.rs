@@ -150,6 +150,10 @@ impl Dev {
                 "{}: opcode {opcode:#04x} failed with NVMe status {status:#x}",
                 self.path.display()
             ),
+            Err(e) if e as i32 == libc::ENOTTY => bail!(
+                "{}: not an NVMe device (it does not take NVMe commands)",
+                self.path.display()
+            ),
             Err(e) => bail!("{}: opcode {opcode:#04x}: {e}", self.path.display()),
         }
     }
@@ -335,8 +339,38 @@ fn print(r: &Report) {
 
 /// Reads what the NVMe device at `path` reports.
 pub(crate) fn read_path(path: &std::path::Path) -> anyhow::Result<Report> {
-    let file = File::open(path).with_context(|| format!("{}", path.display()))?;
-    read(&Dev {
+    read(&open_dev(path)?)
+}
+
+/// Opens a device node (non-blocking: a FIFO named by mistake must not
+/// hang); anything but a block or character device is refused by name.
+fn open_dev(path: &std::path::Path) -> anyhow::Result<Dev> {
+    use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .with_context(|| format!("{}", path.display()))?;
+    let t = file
+        .metadata()
+        .with_context(|| format!("{}", path.display()))?
+        .file_type();
+    if !t.is_block_device() && !t.is_char_device() {
+        let what = if t.is_dir() {
+            "a directory"
+        } else if t.is_fifo() {
+            "a FIFO"
+        } else if t.is_socket() {
+            "a socket"
+        } else {
+            "a regular file"
+        };
+        bail!(
+            "{}: not an NVMe device ({what}; give a namespace such as /dev/nvme0n1 or a controller such as /dev/nvme0)",
+            path.display()
+        );
+    }
+    Ok(Dev {
         file,
         path: path.to_path_buf(),
     })
@@ -359,8 +393,7 @@ pub fn run(a: DeviceArgs) -> anyhow::Result<ExitCode> {
         }
         return Ok(ExitCode::SUCCESS);
     };
-    let file = File::open(&path).with_context(|| format!("{}", path.display()))?;
-    let dev = Dev { file, path };
+    let dev = open_dev(&path)?;
     if let Some(secs) = a.watch {
         loop {
             let r = read(&dev)?;
@@ -385,6 +418,30 @@ pub fn run(a: DeviceArgs) -> anyhow::Result<ExitCode> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn what_is_not_an_nvme_device_is_named_at_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("fifo");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: a NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let file = dir.path().join("f");
+        std::fs::write(&file, b"x").unwrap();
+        for (p, what) in [
+            (dir.path(), "a directory"),
+            (fifo.as_path(), "a FIFO"),
+            (file.as_path(), "a regular file"),
+        ] {
+            let e = read_path(p).unwrap_err().to_string();
+            assert!(e.contains(&format!("not an NVMe device ({what}")), "{e}");
+        }
+        let e = format!(
+            "{:#}",
+            read_path(std::path::Path::new("/dev/null")).unwrap_err()
+        );
+        assert!(e.contains("/dev/null: not an NVMe device"), "{e}");
+    }
 
     #[test]
     fn parses_the_targets_fdp_configuration_log() {

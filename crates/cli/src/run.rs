@@ -21,11 +21,11 @@ pub struct ShimOptions {
     /// Static signature → stream map (sets PCSTREAM_MAP; lines `<signature-hex> <stream>`).
     #[arg(long, value_name = "FILE")]
     pub map: Option<PathBuf>,
-    /// Maximum stack frames per signature (sets PCSTREAM_FRAMES).
-    #[arg(long, value_name = "N")]
+    /// Maximum stack frames per signature, 1 to 16 (sets PCSTREAM_FRAMES).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=16))]
     pub frames: Option<u32>,
     /// Unwinding method (sets PCSTREAM_UNWIND; see docs/shim.md).
-    #[arg(long, value_name = "METHOD")]
+    #[arg(long, value_name = "METHOD", value_parser = ["auto", "fp", "scan", "exact"])]
     pub unwind: Option<String>,
 }
 
@@ -78,4 +78,35 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let env = args.shim.env()?;
     let status = launch::run_child(&args.command, &env)?;
     Ok(launch::exit_code(status))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Debug, clap::Parser)]
+    struct Cli {
+        #[command(flatten)]
+        run: RunArgs,
+    }
+
+    fn parse(args: &[&str]) -> Result<Cli, String> {
+        Cli::try_parse_from(std::iter::once("run").chain(args.iter().copied()))
+            .map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn shim_options_are_checked_before_the_command_runs() {
+        let ok = parse(&["--frames", "16", "--unwind", "fp", "--", "true"]).unwrap();
+        assert_eq!(ok.run.shim.frames, Some(16));
+        for (args, what) in [
+            (&["--frames", "0", "--", "true"][..], "0 is not in 1..=16"),
+            (&["--frames", "99", "--", "true"][..], "99 is not in 1..=16"),
+            (&["--unwind", "bogus", "--", "true"][..], "possible values"),
+        ] {
+            let e = parse(args).unwrap_err();
+            assert!(e.contains(what), "{args:?}: {e}");
+        }
+    }
 }

@@ -42,6 +42,9 @@ pub enum MapError {
     },
 }
 
+/// Largest mapping file read (16 MiB: about 400,000 lines).
+pub const MAX_MAP_BYTES: u64 = 16 << 20;
+
 /// A static signature → stream mapping.
 #[derive(Debug, Default)]
 pub struct Map {
@@ -83,12 +86,39 @@ impl Map {
         })
     }
 
-    /// Reads and parses a mapping file.
+    /// Reads and parses a mapping file: a regular file of at most
+    /// [`MAX_MAP_BYTES`], opened non-blocking (a FIFO or a device named by
+    /// mistake is refused at once instead of blocking the program's start
+    /// or filling its memory).
     pub fn load(path: &Path) -> Result<Map, MapError> {
-        let text = std::fs::read_to_string(path).map_err(|source| MapError::Io {
+        use std::io::Read;
+        use std::os::unix::fs::OpenOptionsExt;
+        let io = |source| MapError::Io {
             path: path.to_path_buf(),
             source,
-        })?;
+        };
+        let f = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(path)
+            .map_err(io)?;
+        let meta = f.metadata().map_err(io)?;
+        if !meta.is_file() {
+            return Err(io(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                "not a regular file",
+            )));
+        }
+        let mut text = String::new();
+        f.take(MAX_MAP_BYTES + 1)
+            .read_to_string(&mut text)
+            .map_err(io)?;
+        if text.len() as u64 > MAX_MAP_BYTES {
+            return Err(io(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                format!("larger than {} MiB", MAX_MAP_BYTES >> 20),
+            )));
+        }
         Map::parse(path, &text)
     }
 
@@ -262,6 +292,21 @@ mod tests {
         assert!(e.to_string().contains("m:1"), "{e}");
         let e = Map::parse(Path::new("m"), "ff -1\n").unwrap_err();
         assert!(e.to_string().contains("bad stream"), "{e}");
+    }
+
+    #[test]
+    fn map_load_refuses_what_is_not_a_small_regular_file() {
+        let e = Map::load(Path::new("/dev/zero")).unwrap_err();
+        assert_eq!(e.to_string(), "pcstream: /dev/zero: not a regular file");
+        let dir = tempfile::tempdir().unwrap();
+        let big = dir.path().join("big.map");
+        let f = std::fs::File::create(&big).unwrap();
+        f.set_len(MAX_MAP_BYTES + 1).unwrap(); // sparse
+        let e = Map::load(&big).unwrap_err();
+        assert!(e.to_string().ends_with("larger than 16 MiB"), "{e}");
+        let ok = dir.path().join("ok.map");
+        std::fs::write(&ok, "ff 2\n").unwrap();
+        assert_eq!(Map::load(&ok).unwrap().stream(0xff), 2);
     }
 
     #[test]

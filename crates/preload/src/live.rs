@@ -295,7 +295,9 @@ fn map_file(p: &CString) -> bool {
             libc::SYS_openat,
             libc::AT_FDCWD,
             p.as_ptr(),
-            libc::O_RDONLY | libc::O_CLOEXEC,
+            // Non-blocking: a FIFO under the table's name must not hang
+            // the program (it is refused below, as anything not regular).
+            libc::O_RDONLY | libc::O_CLOEXEC | libc::O_NONBLOCK,
             0,
         )
     };

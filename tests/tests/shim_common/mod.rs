@@ -79,6 +79,36 @@ impl Run {
 
     /// Runs `bin args`, returning its output; panics if it cannot start.
     pub fn output(&self, bin: &Path, args: &[&str]) -> Output {
+        self.command(bin, args)
+            .output()
+            .unwrap_or_else(|e| panic!("run {}: {e}", bin.display()))
+    }
+
+    /// As [`Run::output`], but kills the program and panics if it has not
+    /// exited within `secs` seconds (a hang is the failure being tested).
+    #[allow(dead_code)]
+    pub fn output_within(&self, bin: &Path, args: &[&str], secs: u64) -> Output {
+        use std::process::Stdio;
+        let mut child = self
+            .command(bin, args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("run {}: {e}", bin.display()));
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+        while child.try_wait().unwrap().is_none() {
+            if std::time::Instant::now() > deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("{} did not exit within {secs} s", bin.display());
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        child.wait_with_output().unwrap()
+    }
+
+    fn command(&self, bin: &Path, args: &[&str]) -> Command {
         let mut c = Command::new(bin);
         c.args(args);
         for k in [
@@ -101,8 +131,7 @@ impl Run {
         for (k, v) in &self.env {
             c.env(k, v);
         }
-        c.output()
-            .unwrap_or_else(|e| panic!("run {}: {e}", bin.display()))
+        c
     }
 
     /// Runs and requires success; returns stdout.
