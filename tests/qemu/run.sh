@@ -95,17 +95,13 @@ trap 'rm -rf "$over"' EXIT
 # The overlay's "." becomes the guest's / (mktemp makes it 0700: a dynamic
 # user could then not even chdir to /).
 chmod 755 "$over"
-mkdir -p "$over/usr/local/bin" "$over/usr/bin" "$over/usr/lib/pcstream" "$over/etc/pcstream" \
-  "$over/usr/share/pcstream" "$over/etc/systemd/system/multi-user.target.wants"
-cp "$root/target/release/pcstreamctl" "$over/usr/local/bin/"
-# pcstreamd as packaging/pcstreamd.service expects it (symbols stripped to
-# keep the initramfs small), the shim, the unit and its configuration,
-# unchanged (a copy of the unit is kept to check systemd saw this very file).
-strip -o "$over/usr/bin/pcstreamd" "$root/target/release/pcstreamd"
-strip -o "$over/usr/lib/pcstream/libpcstream.so" "$root/target/release/libpcstream.so"
-cp "$root/packaging/pcstreamd.service" "$over/etc/systemd/system/"
+mkdir -p "$over/usr/local/bin" "$over/usr/share/pcstream" "$over/etc/systemd/system/multi-user.target.wants"
+# pcstreamd, pcstreamctl, the shim, the unit and its configuration as a
+# user installs them (scripts/install.sh, prefix /usr as the unit expects;
+# symbols stripped to keep the initramfs small); a copy of the packaged
+# unit is kept to check systemd saw this very file.
+bash "$root/scripts/install.sh" --prefix /usr --destdir "$over" --no-build --strip >/dev/null
 cp "$root/packaging/pcstreamd.service" "$over/usr/share/pcstream/pcstreamd.service.packaged"
-cp "$root/packaging/pcstreamd.toml" "$over/etc/pcstream/"
 cp "$here/pcstream-check.service" "$over/etc/systemd/system/"
 cp "$here/systemd-check.sh" "$over/usr/local/bin/" && chmod 755 "$over/usr/local/bin/systemd-check.sh"
 # `systemctl enable` for both units; no login prompt on the console; a fixed

@@ -5,11 +5,14 @@
 //! `runuser`) land in nobody's learner and table, never in root's, and with
 //! `share_between_users = true` in one shared table; no thread of the
 //! daemon preempts an application (all under `SCHED_BATCH`), and learning
-//! yields to them (its thread at nice 10).
+//! yields to them (its thread at nice 10); `scripts/install.sh` stages the
+//! tree the unit runs from, under any prefix.
 
 mod daemon_common;
 
-use daemon_common::{page_write, read_table, send_events, two_lifetimes, unlink_page, Daemon};
+use daemon_common::{
+    page_write, pcstreamd_bin, read_table, send_events, two_lifetimes, unlink_page, Daemon,
+};
 use pcstream_placement::env as var;
 use pcstream_tests::require_tool;
 use std::process::Command;
@@ -339,4 +342,80 @@ fn the_daemon_never_preempts_applications_and_learning_yields_to_them() {
         assert_eq!((r.1, r.2), (0, SCHED_BATCH), "{t:?}");
     }
     assert!(d.stop().success());
+}
+
+/// `scripts/install.sh` stages the tree the unit expects under another
+/// prefix: binaries and shim with their modes, the unit's `ExecStart=`
+/// moved to the prefix, a configuration an operator edited kept on
+/// reinstall; the installed `pcstreamctl run` finds the installed shim
+/// (next to its prefix, not this build's); `scripts/uninstall.sh` removes
+/// it all but the configuration, and `--purge` that too. (tests/qemu boots
+/// a guest under systemd from the same script's `/usr` tree.)
+#[test]
+fn install_script_stages_a_tree_the_unit_runs_from() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let from = pcstreamd_bin().parent().unwrap().to_path_buf();
+    pcstream_tests::shim();
+    pcstream_tests::pcstreamctl();
+    let dest = tempfile::tempdir().unwrap();
+    let d = dest.path();
+    let script = |name: &str, extra: &[&str]| {
+        let o = Command::new("bash")
+            .arg(root.join("scripts").join(name))
+            .args(["--prefix", "/opt/pcs", "--destdir"])
+            .arg(d)
+            .args(extra)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{name}: {o:?}");
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    let from_s = from.to_str().unwrap();
+    script("install.sh", &["--no-build", "--from", from_s]);
+    let mode = |p: &str| {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::metadata(d.join(p)).unwrap().permissions().mode() & 0o777
+    };
+    assert_eq!(mode("opt/pcs/bin/pcstreamd"), 0o755);
+    assert_eq!(mode("opt/pcs/bin/pcstreamctl"), 0o755);
+    assert_eq!(mode("opt/pcs/lib/pcstream/libpcstream.so"), 0o644);
+    assert!(d.join("opt/pcs/include/pcstream.h").is_file());
+    assert!(d.join("opt/pcs/share/doc/pcstream/daemon.md").is_file());
+    let unit = std::fs::read_to_string(d.join("etc/systemd/system/pcstreamd.service")).unwrap();
+    assert!(
+        unit.contains("\nExecStart=/opt/pcs/bin/pcstreamd --foreground"),
+        "{unit}"
+    );
+    assert!(!unit.contains("/usr/bin/pcstreamd"), "{unit}");
+    // An edited configuration survives a reinstall.
+    let cfg = d.join("etc/pcstream/pcstreamd.toml");
+    std::fs::write(&cfg, "streams = 9\n").unwrap();
+    let out = script("install.sh", &["--no-build", "--from", from_s]);
+    assert!(out.contains("kept"), "{out}");
+    assert_eq!(std::fs::read_to_string(&cfg).unwrap(), "streams = 9\n");
+    // The installed pcstreamctl preloads the installed shim.
+    let o = Command::new(d.join("opt/pcs/bin/pcstreamctl"))
+        .args(["run", "--", "sh", "-c", "echo \"$LD_PRELOAD\""])
+        .env_remove("PCSTREAM_SHIM")
+        .env_remove("LD_PRELOAD")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{o:?}");
+    let preload = String::from_utf8_lossy(&o.stdout);
+    let want = d
+        .join("opt/pcs/lib/pcstream/libpcstream.so")
+        .canonicalize()
+        .unwrap();
+    assert_eq!(preload.trim(), want.to_str().unwrap());
+    script("uninstall.sh", &[]);
+    for p in [
+        "opt/pcs/bin/pcstreamd",
+        "opt/pcs/lib/pcstream",
+        "etc/systemd/system/pcstreamd.service",
+    ] {
+        assert!(!d.join(p).exists(), "{p} left behind");
+    }
+    assert!(cfg.is_file(), "the configuration is kept");
+    script("uninstall.sh", &["--purge"]);
+    assert!(!cfg.exists());
 }
