@@ -10,6 +10,12 @@
 //! assignment and the reported centroids are then recomputed exactly, with the
 //! true weights, by nearest centroid. With no more distinct values than
 //! clusters no k-means is needed: each distinct value is its own cluster.
+//!
+//! Degenerate input never panics: values are clamped to ±[`MAX_VALUE`] and
+//! weights to [`MAX_WEIGHT`] before linfa sees them (a value of −1e300 made
+//! its k-means++ draw from an infinite range: "Uniform::new: range
+//! overflow"), and should linfa panic all the same the clustering falls
+//! back to equal-weight quantiles.
 
 use crate::stream_ids::Clustering;
 use linfa::prelude::*;
@@ -18,10 +24,19 @@ use ndarray::Array2;
 use rand_xoshiro_linfa::rand_core::SeedableRng;
 use rand_xoshiro_linfa::Xoshiro256Plus;
 
+/// Largest magnitude of a value clustered: its squared distances, summed
+/// over every row linfa gets, stay far from overflowing (log2 lifetimes
+/// lie within 0..64).
+pub const MAX_VALUE: f64 = 1e12;
+
+/// Largest weight of a point: weighted sums of clamped values stay finite.
+pub const MAX_WEIGHT: f64 = 1e30;
+
 /// Weighted k-means of 1-D `(value, weight)` points into at most `k`
 /// clusters, deterministic for a given `seed`. Non-finite values and
 /// non-positive weights are treated as weight-less points that still get a
-/// label. See the module docs for how linfa is used.
+/// label; finite values beyond ±[`MAX_VALUE`] and weights beyond
+/// [`MAX_WEIGHT`] are clamped. See the module docs for how linfa is used.
 pub fn cluster_1d(
     points: &[(f64, f64)],
     k: usize,
@@ -32,8 +47,16 @@ pub fn cluster_1d(
     let clean: Vec<(f64, f64)> = points
         .iter()
         .map(|&(x, w)| {
-            let x = if x.is_finite() { x } else { 0.0 };
-            let w = if w.is_finite() && w > 0.0 { w } else { 0.0 };
+            let x = if x.is_finite() {
+                x.clamp(-MAX_VALUE, MAX_VALUE)
+            } else {
+                0.0
+            };
+            let w = if w.is_finite() && w > 0.0 {
+                w.min(MAX_WEIGHT)
+            } else {
+                0.0
+            };
             (x, w)
         })
         .collect();
@@ -115,8 +138,22 @@ pub fn cluster_1d_exact(points: &[(f64, f64)], k: usize) -> Clustering {
     finish(points, &centroids)
 }
 
-/// Runs linfa's k-means on the weight-replicated points.
+/// Runs linfa's k-means on the weight-replicated points; `None` when it
+/// fails, or panics (caught: the caller falls back to quantiles; the points
+/// are clamped so that it should not).
 fn linfa_centroids(
+    pts: &[(f64, f64)],
+    k: usize,
+    seed: u64,
+    replicas: usize,
+    n_runs: usize,
+) -> Option<Vec<f64>> {
+    std::panic::catch_unwind(|| linfa_fit(pts, k, seed, replicas, n_runs))
+        .ok()
+        .flatten()
+}
+
+fn linfa_fit(
     pts: &[(f64, f64)],
     k: usize,
     seed: u64,
@@ -300,6 +337,54 @@ mod tests {
         let heuristic = cluster_1d(&hist, 4, 3, 512, 1);
         assert!(sse(&c) <= sse(&heuristic) + 1e-9);
         assert!(cluster_1d_exact(&[], 3).centroids.is_empty());
+    }
+
+    /// Inputs that reach k-means from a bad table: before the clamping
+    /// the first panicked in linfa's k-means++ ("Uniform::new: range
+    /// overflow"). Each clusters without panicking, every point labelled.
+    #[test]
+    fn degenerate_inputs_never_panic() {
+        let mut huge: Vec<(f64, f64)> = (1..=10).map(|i| (f64::from(i), 10.0)).collect();
+        huge.insert(0, (-1e300, 10.0));
+        let c = cluster_1d(&huge, 4, 0x5eed, 1024, 4);
+        assert_eq!(c.labels.len(), huge.len());
+        assert!(c.centroids.iter().all(|x| x.is_finite()), "{c:?}");
+        assert_eq!(c.labels[0], 0, "the absurd point is the lowest cluster");
+        let cases: Vec<Vec<(f64, f64)>> = vec![
+            // Far apart both ways, and huge weights.
+            (0..20)
+                .map(|i| {
+                    (
+                        if i % 2 == 0 { 1e308 } else { -1e308 } / f64::from(i + 1),
+                        1e300,
+                    )
+                })
+                .collect(),
+            // Non-finite values and weights.
+            (0..20)
+                .map(|i| match i % 4 {
+                    0 => (f64::NAN, 1.0),
+                    1 => (f64::INFINITY, f64::NAN),
+                    2 => (f64::from(i), f64::INFINITY),
+                    _ => (f64::NEG_INFINITY, -1.0),
+                })
+                .collect(),
+            // All equal.
+            vec![(3.0, 1.0); 50],
+            // Zero weights.
+            (0..20).map(|i| (f64::from(i), 0.0)).collect(),
+            // Values closer than their squares can tell apart.
+            (0..20).map(|i| (f64::from(i) * 1e-200, 1.0)).collect(),
+        ];
+        for pts in &cases {
+            for k in [1, 2, 4, 30] {
+                let c = cluster_1d(pts, k, 7, 1024, 4);
+                assert_eq!(c.labels.len(), pts.len());
+                assert!(c.labels.iter().all(|&l| l < c.centroids.len()), "{c:?}");
+            }
+        }
+        // All equal: one cluster at the value.
+        assert_eq!(cluster_1d(&cases[2], 4, 7, 64, 1).centroids, vec![3.0]);
     }
 
     #[test]

@@ -579,6 +579,41 @@ mod tests {
         assert_eq!(map.generation(), 1);
     }
 
+    /// The table a user imported (ten signatures, one with an EWMA of
+    /// −1e300) re-clustered as `import_sigs` does: it panicked in linfa
+    /// before k-means clamped its input; now the absurd signature gets the
+    /// shortest-lived stream and the others keep their order.
+    #[test]
+    fn an_absurd_loaded_estimate_does_not_panic_the_reclustering() {
+        let mut m = lm();
+        let stats = |x: f64| crate::lifetime::SigStats {
+            written_pages: 10,
+            first_write: 1,
+            last_write: 10,
+            deaths: 2,
+            dead_pages: 2,
+            ewma_log2: x,
+            ewma_weight: 0.5,
+            mean_log2: 1.0,
+            m2_log2: 1.0,
+            hist: vec![0; 48],
+        };
+        m.load_sigs((1..=10).map(|s| (s, stats(if s == 1 { -1e300 } else { s as f64 }))));
+        for erase_unit_pages in [0, 256] {
+            let mut map = Mapper::new(
+                5,
+                MapperConfig {
+                    erase_unit_pages,
+                    ..Default::default()
+                },
+            );
+            let f = map.features(&m, 1000);
+            map.recluster(&f);
+            assert_eq!(map.stream(1), 1);
+            assert!((2..=10).all(|s| map.stream(s) >= 1), "{:?}", map.table());
+        }
+    }
+
     #[test]
     fn ten_percent_rule_and_check_interval() {
         let mut m = lm();
