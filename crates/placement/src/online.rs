@@ -214,6 +214,37 @@ pub struct Usage {
 /// Version of [`EngineState`].
 pub const STATE_VERSION: u32 = 1;
 
+impl EngineState {
+    /// Checks a state read from a file before anything of it is applied:
+    /// the format version, and every learner's signature statistics
+    /// ([`SigStats::check`]: finite, in range). The error is one line
+    /// naming the learner, the signature and the field.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.version != STATE_VERSION {
+            return Err(format!(
+                "state format version {} is not supported (expected {STATE_VERSION})",
+                self.version
+            ));
+        }
+        for l in &self.learners {
+            for (sig, s) in &l.sigs {
+                s.check().map_err(|why| {
+                    let uid = if l.key == SHARED {
+                        "shared".to_string()
+                    } else {
+                        format!("uid {}", l.key)
+                    };
+                    format!(
+                        "learner {uid} ({}), signature {sig:016x}: {why}",
+                        l.domain.name()
+                    )
+                })?;
+            }
+        }
+        Ok(())
+    }
+}
+
 /// (learner, signature, stream, hint), the published mapping: the stream
 /// and hint as the learner's domain publishes them
 /// ([`Domain::publish`]); a table keys the entry by
@@ -677,14 +708,11 @@ impl Engine {
     /// into the learners (a loaded signature replaces a known one), each
     /// learner re-clusters, so known signatures are placed from their first
     /// write. With `share_between_users` every table goes to the shared
-    /// learner. Returns the signatures loaded.
+    /// learner. Returns the signatures loaded. All or nothing: a state
+    /// that fails [`EngineState::validate`] is refused whole, the engine
+    /// unchanged.
     pub fn import(&mut self, st: EngineState) -> Result<usize, String> {
-        if st.version != STATE_VERSION {
-            return Err(format!(
-                "state format version {} is not supported (expected {STATE_VERSION})",
-                st.version
-            ));
-        }
+        st.validate()?;
         self.bytes = self
             .bytes
             .max(st.clock_bytes)

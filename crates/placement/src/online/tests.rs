@@ -220,6 +220,49 @@ fn matches_the_policy_fed_page_by_page_and_persists() {
     assert!(f.import(bad).unwrap_err().contains("version 99"));
 }
 
+/// An imported table with one absurd value is refused whole, naming the
+/// learner, signature and field, and the engine is left as it was; the
+/// value that crashed k-means (`ewma_log2 = -1e300`) among ten good
+/// signatures is the one a user's file had.
+#[test]
+fn an_import_with_an_absurd_value_is_refused_whole() {
+    let mut e = Engine::new(cfg(false));
+    workload(&mut e, 0, 1, 2);
+    let before = e.export();
+    let mut other = Engine::new(cfg(false));
+    workload(&mut other, 0, 10, 20);
+    workload(&mut other, 7, 30, 40);
+    let mut bad = other.export();
+    bad.clock_bytes = 1 << 40;
+    let (_, s) = bad.learners[1]
+        .sigs
+        .iter_mut()
+        .find(|(k, _)| *k == 40)
+        .unwrap();
+    s.ewma_log2 = -1e300;
+    let err = e.import(bad.clone()).unwrap_err();
+    assert_eq!(
+        err,
+        "learner uid 7 (hints), signature 0000000000000028: \
+         ewma_log2 is -1e300, not a log2 lifetime (0 to 64)"
+    );
+    assert_eq!(
+        e.export(),
+        before,
+        "nothing of the refused table was applied"
+    );
+    let mut shared = bad.clone();
+    shared.learners[1].key = SHARED;
+    assert!(shared
+        .validate()
+        .unwrap_err()
+        .starts_with("learner shared (hints)"));
+    // Without the bad value the same table loads.
+    bad.learners[1].sigs.retain(|(k, _)| *k != 40);
+    assert_eq!(e.import(bad).unwrap(), 3);
+    assert_eq!(e.clock_bytes(), 1 << 40);
+}
+
 #[test]
 fn users_learn_apart_unless_shared() {
     let mut e = Engine::new(cfg(false));
