@@ -90,17 +90,27 @@ pub fn count_failures(
             if failed {
                 let n = shared.counters.rejected.fetch_add(1, Ordering::Relaxed);
                 if n < 10 || n.is_power_of_two() {
-                    let msg = r
-                        .headers()
-                        .get("grpc-message")
-                        .and_then(|v| v.to_str().ok())
-                        .unwrap_or("");
+                    let msg = status_message(r.headers());
                     tracing::warn!(rejected = n + 1, message = msg, "gRPC request rejected");
                 }
             }
             r
         },
     )
+}
+
+/// The message of an error response as its handler wrote it: the
+/// `grpc-message` header holds it percent-encoded (gRPC's wire form, what
+/// the log showed before: `import:%20invalid%20type…`). Only the status
+/// and message headers are handed to tonic's decoder.
+fn status_message(headers: &tonic::codegen::http::HeaderMap) -> String {
+    let mut h = tonic::codegen::http::HeaderMap::new();
+    for name in ["grpc-status", "grpc-message"] {
+        if let Some(v) = headers.get(name) {
+            h.insert(name, v.clone());
+        }
+    }
+    Status::from_header_map(&h).map_or_else(String::new, |s| s.message().to_string())
 }
 
 /// Resident set size of this process, bytes.
@@ -401,5 +411,23 @@ impl proto::pc_stream_server::PcStream for Service {
         Ok(Response::new(wire::ImportReply {
             signatures: n as u32,
         }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_rejected_requests_message_is_logged_decoded() {
+        let s = Status::invalid_argument("import: invalid type: string \"abc\", 100% wrong");
+        let mut headers = tonic::codegen::http::HeaderMap::new();
+        s.add_header(&mut headers).unwrap();
+        assert!(headers["grpc-message"].to_str().unwrap().contains("%20"));
+        assert_eq!(
+            status_message(&headers),
+            "import: invalid type: string \"abc\", 100% wrong"
+        );
+        assert_eq!(status_message(&Default::default()), "");
     }
 }
