@@ -15,7 +15,10 @@
 //! - mutating gRPC calls are refused to other uids (as root: runuser nobody);
 //! - a SIGSTOPped daemon never blocks a writer under the shim; kill -9 of the
 //!   daemon mid-write neither: the restarted daemon reloads its last save;
-//! - the live-data table stays at its cap (LRU eviction).
+//! - the live-data table stays at its cap (LRU eviction);
+//! - an imported table with an absurd value is refused whole with one line
+//!   (the daemon stays up, unchanged, and restarts cleanly), and a saved
+//!   one is moved aside.
 
 mod app_common;
 mod daemon_common;
@@ -567,4 +570,80 @@ fn kill_9_mid_run_then_restart_reloads_the_last_save() {
         table.iter().any(|e| e.0 == 5) && table.iter().any(|e| e.0 == 6),
         "{table:?}"
     );
+}
+
+/// The table a new user imported (version 1, eleven signatures, one with
+/// `ewma_log2 = -1e300`): before, it panicked the daemon's k-means, was
+/// kept and saved, and the daemon then panicked at every start.
+fn table_with_an_absurd_value() -> Vec<u8> {
+    let sig = |s: u64| {
+        serde_json::json!([s, {
+            "written_pages": 10 * s, "first_write": 1, "last_write": 10, "deaths": 2,
+            "dead_pages": 2, "ewma_log2": if s == 1 { -1e300 } else { s as f64 },
+            "ewma_weight": 0.5, "mean_log2": 1.0, "m2_log2": 1.0, "hist": vec![0; 48],
+        }])
+    };
+    serde_json::to_vec(&serde_json::json!({
+        "version": 1, "clock": 1000, "clock_bytes": 4096000,
+        "learners": [{"key": 0, "domain": "hints", "device_streams": 0,
+                      "erase_unit_pages": 0, "sigs": (1..=11).map(sig).collect::<Vec<_>>()}],
+        "signatures": [], "modules": [],
+    }))
+    .unwrap()
+}
+
+#[test]
+fn a_malformed_import_is_refused_whole_and_the_daemon_stays_up() {
+    let mut d = Daemon::start("");
+    let evs = two_lifetimes(300);
+    send_events(&d.run_dir().join("events.sock"), &evs, 100);
+    d.wait_events(evs.len() as u64);
+    let before = d.status();
+    let bad = d.dir.path().join("bad.json");
+    std::fs::write(&bad, table_with_an_absurd_value()).unwrap();
+    let (ok, out, err) = d.ctl(&["import", bad.to_str().unwrap()]);
+    assert!(!ok, "{out}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("signature 0000000000000001: ewma_log2 is -1e300"),
+        "{err}"
+    );
+    assert!(d.child.as_mut().unwrap().try_wait().unwrap().is_none());
+    let after = d.status();
+    for k in [
+        "signatures",
+        "learners",
+        "mapping_generation",
+        "clock_bytes",
+    ] {
+        assert_eq!(after[k], before[k], "{k}: nothing of the table applied");
+    }
+    assert_eq!(after["rejected_requests"], 1);
+    // The log has the message as written, not percent-encoded.
+    let log = d.log();
+    assert!(log.contains("ewma_log2 is -1e300, not a log2"), "{log}");
+    assert!(!log.contains("%20"), "{log}");
+    assert!(!log.contains("panicked"), "{log}");
+    // It saves what it had and starts again with it.
+    assert!(d.stop().success());
+    d.spawn(&[]);
+    assert_eq!(d.status()["signatures"], before["signatures"]);
+    // A saved state with that value (a daemon before this check saved it)
+    // is moved aside like a corrupt one: the daemon starts fresh.
+    d.stop();
+    std::fs::write(
+        d.state_dir().join("state.json"),
+        table_with_an_absurd_value(),
+    )
+    .unwrap();
+    d.spawn(&[]);
+    assert_eq!(d.status()["signatures"], 0);
+    assert!(!d.state_dir().join("state.json").exists());
+    let log = d.log();
+    assert!(
+        log.lines()
+            .any(|l| l.contains("moved aside") && l.contains("ewma_log2 is -1e300")),
+        "{log}"
+    );
+    assert!(d.stop().success());
 }

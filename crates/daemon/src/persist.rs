@@ -1,11 +1,13 @@
 //! The learned table on disk: `state.json` in the state directory, written
 //! atomically (temp file, fsync, rename, fsync of the directory) and
 //! reloaded at start. A file that cannot be read back (corrupt, truncated,
-//! another format version) is moved aside as `state.json.bad-<unix time>`
-//! with a log line, and the daemon starts fresh.
+//! another format version, or statistics no learner can have made: see
+//! `EngineState::validate`) is moved aside as `state.json.bad-<unix time>`
+//! with a log line, and the daemon starts fresh. `pcstreamctl import`
+//! goes through the same [`parse`].
 
 use anyhow::Context as _;
-use pcstream_placement::online::{EngineState, STATE_VERSION};
+use pcstream_placement::online::EngineState;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -34,15 +36,11 @@ pub fn save(dir: &Path, st: &EngineState) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Parses a state file's bytes.
+/// Parses a state file's bytes and checks every value in it
+/// (`EngineState::validate`), so that a state is used whole or not at all.
 pub fn parse(data: &[u8]) -> Result<EngineState, String> {
     let st: EngineState = serde_json::from_slice(data).map_err(|e| e.to_string())?;
-    if st.version != STATE_VERSION {
-        return Err(format!(
-            "format version {} (this daemon reads {STATE_VERSION})",
-            st.version
-        ));
-    }
+    st.validate()?;
     Ok(st)
 }
 
@@ -82,6 +80,7 @@ pub fn load(dir: &Path) -> Option<EngineState> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use pcstream_placement::online::STATE_VERSION;
 
     #[test]
     fn round_trip_and_corrupt_files_moved_aside() {
@@ -112,5 +111,45 @@ mod tests {
         assert!(parse(&serde_json::to_vec(&v).unwrap())
             .unwrap_err()
             .contains("version 7"));
+    }
+
+    /// A saved state with a value no learner can have made (the one an
+    /// import used to let through and then crash every start with) is
+    /// treated like a corrupt file: moved aside, and the daemon starts
+    /// fresh.
+    #[test]
+    fn a_state_with_an_absurd_value_is_moved_aside() {
+        let d = tempfile::tempdir().unwrap();
+        let mut sig = serde_json::json!({
+            "written_pages": 10, "first_write": 1, "last_write": 10, "deaths": 2,
+            "dead_pages": 2, "ewma_log2": 3.0, "ewma_weight": 0.5, "mean_log2": 3.0,
+            "m2_log2": 1.0, "hist": [0, 2],
+        });
+        let state = |sig: &serde_json::Value| {
+            serde_json::to_vec(&serde_json::json!({
+                "version": STATE_VERSION, "clock": 1000, "signatures": [], "modules": [],
+                "learners": [{"key": 0, "domain": "hints", "sigs": [[5, sig]]}],
+            }))
+            .unwrap()
+        };
+        assert_eq!(parse(&state(&sig)).unwrap().learners[0].sigs.len(), 1);
+        sig["ewma_log2"] = serde_json::json!(-1e300);
+        let bad = state(&sig);
+        assert_eq!(
+            parse(&bad).unwrap_err(),
+            "learner uid 0 (hints), signature 0000000000000005: \
+             ewma_log2 is -1e300, not a log2 lifetime (0 to 64)"
+        );
+        std::fs::write(state_path(d.path()), &bad).unwrap();
+        assert!(load(d.path()).is_none());
+        assert!(!state_path(d.path()).exists());
+        let names: Vec<_> = std::fs::read_dir(d.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        assert!(
+            names.iter().any(|n| n.starts_with("state.json.bad-")),
+            "{names:?}"
+        );
     }
 }
