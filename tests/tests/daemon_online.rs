@@ -18,7 +18,9 @@
 //! - the live-data table stays at its cap (LRU eviction);
 //! - an imported table with an absurd value is refused whole with one line
 //!   (the daemon stays up, unchanged, and restarts cleanly), and a saved
-//!   one is moved aside.
+//!   one is moved aside;
+//! - a second daemon on the same runtime or state directory is refused and
+//!   leaves the first one's sockets alone.
 
 mod app_common;
 mod daemon_common;
@@ -646,4 +648,75 @@ fn a_malformed_import_is_refused_whole_and_the_daemon_stays_up() {
         "{log}"
     );
     assert!(d.stop().success());
+}
+
+/// Runs a second pcstreamd on `run` and `state` until it exits (at most
+/// 30 s): (exit status, stderr).
+fn second_daemon(
+    d: &Daemon,
+    run: &std::path::Path,
+    state: &std::path::Path,
+) -> (std::process::ExitStatus, String) {
+    let err = d.dir.path().join("second.err");
+    let mut c = Command::new(daemon_common::pcstreamd_bin())
+        .arg("--config")
+        .arg(&d.config)
+        .arg("--runtime-dir")
+        .arg(run)
+        .arg("--state-dir")
+        .arg(state)
+        .stderr(std::fs::File::create(&err).unwrap())
+        .spawn()
+        .unwrap();
+    let t = std::time::Instant::now();
+    let st = loop {
+        if let Some(st) = c.try_wait().unwrap() {
+            break st;
+        }
+        if t.elapsed() > Duration::from_secs(30) {
+            let _ = c.kill();
+            let _ = c.wait();
+            panic!("the second pcstreamd is still running:\n{}", d.log());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    (st, std::fs::read_to_string(&err).unwrap())
+}
+
+#[test]
+fn a_second_daemon_on_the_same_directories_is_refused() {
+    use std::os::unix::fs::MetadataExt;
+    let mut d = Daemon::start("");
+    let pid = d.child.as_ref().unwrap().id();
+    let inode = |name: &str| std::fs::metadata(d.run_dir().join(name)).unwrap().ino();
+    let socks = ["ctl.sock", "events.sock", "events.seq"].map(inode);
+    let (st, err) = second_daemon(&d, &d.run_dir(), &d.state_dir());
+    assert!(!st.success(), "{err}");
+    assert_eq!(
+        err,
+        format!(
+            "pcstreamd: another pcstreamd (pid {pid}) is running on {}\n",
+            d.run_dir().display()
+        )
+    );
+    // Another runtime directory, the same state directory.
+    let other = d.dir.path().join("run2");
+    let (st, err) = second_daemon(&d, &other, &d.state_dir());
+    assert!(!st.success(), "{err}");
+    assert_eq!(
+        err,
+        format!(
+            "pcstreamd: another pcstreamd (pid {pid}) uses the state directory {}\n",
+            d.state_dir().display()
+        )
+    );
+    assert!(!other.join("ctl.sock").exists());
+    // The first one's sockets are its own, and it answers.
+    assert_eq!(["ctl.sock", "events.sock", "events.seq"].map(inode), socks);
+    d.status();
+    // Killed, it leaves its lock file behind; a new daemon starts anyway.
+    d.child.take().unwrap().kill().unwrap();
+    assert!(d.run_dir().join("pcstreamd.lock").exists());
+    d.spawn(&[]);
+    d.status();
 }

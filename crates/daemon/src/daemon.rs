@@ -1,5 +1,6 @@
 //! The daemon's life cycle: directories, sockets, tasks, signals.
-//! Start: load config and state, bind `events.sock` and `ctl.sock`, publish
+//! Start: lock the runtime and state directories ([`crate::lock`]: one
+//! daemon each), load config and state, bind `events.sock` and `ctl.sock`, publish
 //! the reloaded mapping, `READY=1`. Run: ingest, gRPC, a periodic save.
 //! SIGHUP: config re-read (the engine rebuilt from its exported state when
 //! engine settings changed). SIGTERM/SIGINT: `STOPPING=1`, stop accepting,
@@ -7,7 +8,7 @@
 
 use crate::config::Config;
 use crate::state::{Counters, Inner, Shared};
-use crate::{conn, ingest, notify, persist, rpc};
+use crate::{conn, ingest, lock, notify, persist, rpc};
 use anyhow::Context as _;
 use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
 use std::path::{Path, PathBuf};
@@ -21,7 +22,10 @@ fn make_dir(p: &Path, mode: u32) -> anyhow::Result<()> {
         .recursive(true)
         .mode(mode)
         .create(p)
-        .with_context(|| format!("create directory {}", p.display()))?;
+        .with_context(|| format!("create directory {}", p.display()))
+}
+
+fn set_mode(p: &Path, mode: u32) -> anyhow::Result<()> {
     std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode))
         .with_context(|| format!("chmod {}", p.display()))
 }
@@ -94,6 +98,14 @@ pub async fn run(
     ingest::never_preempt_applications();
     make_dir(&cfg.runtime_dir, 0o755)?;
     make_dir(&cfg.state_dir, 0o700)?;
+    // Held until the daemon returns; before them nothing in either
+    // directory is touched, so a second daemon leaves the first one's alone.
+    let _locks = (
+        lock::acquire(&cfg.runtime_dir, lock::RUNTIME_LOCK, "is running on")?,
+        lock::acquire(&cfg.state_dir, lock::STATE_LOCK, "uses the state directory")?,
+    );
+    set_mode(&cfg.runtime_dir, 0o755)?;
+    set_mode(&cfg.state_dir, 0o700)?;
     let saved = persist::load(&cfg.state_dir);
     let (mapping_tx, _) = tokio::sync::watch::channel(0u64);
     let mut inner = Inner::new(&cfg, saved);

@@ -4,7 +4,8 @@
 //! lifetime per uid and learning domain (where the file's device takes
 //! placement from, [`domains`]); the mapping is published as a shared-memory table the
 //! shims read lock-free ([`publish`]); the learned table is saved and
-//! reloaded ([`persist`]); `pcstreamctl` talks gRPC on `ctl.sock` ([`rpc`]).
+//! reloaded ([`persist`]); `pcstreamctl` talks gRPC on `ctl.sock` ([`rpc`]);
+//! one daemon per runtime and state directory ([`lock`]).
 //! [`daemon::run`] ties them together with signals and sd_notify
 //! ([`notify`]). Start reading at [`daemon::run`]; docs/daemon.md is the
 //! user's description.
@@ -16,6 +17,7 @@ pub mod conn;
 pub mod daemon;
 pub mod domains;
 pub mod ingest;
+pub mod lock;
 pub mod notify;
 pub mod persist;
 pub mod publish;
