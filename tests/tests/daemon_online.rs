@@ -20,7 +20,8 @@
 //!   (the daemon stays up, unchanged, and restarts cleanly), and a saved
 //!   one is moved aside;
 //! - a second daemon on the same runtime or state directory is refused and
-//!   leaves the first one's sockets alone.
+//!   leaves the first one's sockets alone;
+//! - a daemon gone mid-`watch` is one line saying so.
 
 mod app_common;
 mod daemon_common;
@@ -719,4 +720,32 @@ fn a_second_daemon_on_the_same_directories_is_refused() {
     assert!(d.run_dir().join("pcstreamd.lock").exists());
     d.spawn(&[]);
     d.status();
+}
+
+#[test]
+fn a_daemon_gone_mid_watch_is_one_line() {
+    let mut d = Daemon::start("");
+    let mut watch = Command::new(pcstream_tests::pcstreamctl())
+        .args(["watch", "--interval-ms", "100", "--runtime-dir"])
+        .arg(d.run_dir())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    let mut stdout = std::io::BufReader::new(watch.stdout.take().unwrap());
+    std::io::BufRead::read_line(&mut stdout, &mut line).unwrap();
+    assert!(line.starts_with("events "), "{line}");
+    d.child.take().unwrap().kill().unwrap();
+    let out = watch.wait_with_output().unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        err,
+        format!(
+            "pcstreamctl: error: lost the connection to pcstreamd at {}/ctl.sock \
+             (did it exit? see its log)\n",
+            d.run_dir().display()
+        )
+    );
 }

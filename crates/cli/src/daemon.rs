@@ -143,8 +143,32 @@ async fn connect(sock: &Path) -> anyhow::Result<PcStreamClient<Channel>> {
     Ok(PcStreamClient::new(ch).max_decoding_message_size(256 << 20))
 }
 
+/// A failed call as one line: the daemon's own message, or, when the
+/// connection broke under the call ([`lost_connection`]), that the daemon
+/// went away, instead of hyper's "h2 protocol error: http2 error".
 pub(crate) fn status_err(sock: &Path, s: tonic::Status) -> anyhow::Error {
+    if lost_connection(&s) {
+        return anyhow!(
+            "lost the connection to pcstreamd at {} (did it exit? see its log)",
+            sock.display()
+        );
+    }
     anyhow!("pcstreamd ({}): {}", sock.display(), s.message())
+}
+
+/// Whether `s` is the client's own account of a broken connection (the
+/// daemon exited or crashed mid-call, or between a `watch`'s calls) rather
+/// than an answer from the daemon. tonic makes such a status from the
+/// transport's error (hyper, h2, the socket), which it keeps as the
+/// status's source; a status the daemon sent is read from its headers and
+/// has none. Only the codes tonic gives those errors count.
+fn lost_connection(s: &tonic::Status) -> bool {
+    use tonic::Code;
+    let transport_code = matches!(
+        s.code(),
+        Code::Unknown | Code::Unavailable | Code::Internal | Code::Cancelled
+    );
+    transport_code && std::error::Error::source(s).is_some()
 }
 
 /// Runs a daemon subcommand.
@@ -604,4 +628,34 @@ fn streams_text(r: &wire::StreamsReply) -> String {
         ));
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_broken_connection_is_said_so_and_the_daemons_answers_are_kept() {
+        let sock = Path::new("/run/x/ctl.sock");
+        let lost = "lost the connection to pcstreamd at /run/x/ctl.sock (did it exit? see its log)";
+        // What tonic makes of a connection that broke under a call.
+        let io = std::io::Error::new(std::io::ErrorKind::BrokenPipe, "broken pipe");
+        let s = tonic::Status::from_error(Box::new(io));
+        assert_eq!(status_err(sock, s).to_string(), lost);
+        // What the daemon answered, read from the response's headers.
+        let mut h = tonic::codegen::http::HeaderMap::new();
+        tonic::Status::unavailable("busy")
+            .add_header(&mut h)
+            .unwrap();
+        let s = tonic::Status::from_header_map(&h).unwrap();
+        assert_eq!(
+            status_err(sock, s).to_string(),
+            "pcstreamd (/run/x/ctl.sock): busy"
+        );
+        let s = tonic::Status::invalid_argument("import: bad");
+        assert_eq!(
+            status_err(sock, s).to_string(),
+            "pcstreamd (/run/x/ctl.sock): import: bad"
+        );
+    }
 }
