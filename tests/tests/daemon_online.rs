@@ -749,3 +749,49 @@ fn a_daemon_gone_mid_watch_is_one_line() {
         )
     );
 }
+
+/// A table `export` writes for many call paths imports back: tonic's
+/// default 4 MiB request limit refused any table past ~7,000 signatures
+/// (this one: 16,000, ≈ 5 MiB). A file past `pcstreamctl import`'s 64 MiB
+/// is refused by pcstreamctl in one line, before anything is sent.
+#[test]
+fn a_table_of_many_call_paths_round_trips_through_export_and_import() {
+    let d = Daemon::start("");
+    let evs = two_lifetimes(300);
+    send_events(&d.run_dir().join("events.sock"), &evs, 100);
+    d.wait_events(evs.len() as u64);
+    let small = d.dir.path().join("small.json");
+    let (ok, _, err) = d.ctl(&["export", "-o", small.to_str().unwrap()]);
+    assert!(ok, "{err}");
+    let mut t: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&small).unwrap()).unwrap();
+    let sigs = t["learners"][0]["sigs"].as_array_mut().unwrap();
+    let one = sigs[0][1].clone();
+    *sigs = (0..16000u64)
+        .map(|i| serde_json::json!([0x1000 + i, one]))
+        .collect();
+    let big = d.dir.path().join("big.json");
+    std::fs::write(&big, t.to_string()).unwrap();
+    assert!(std::fs::metadata(&big).unwrap().len() > 4 << 20);
+    let (ok, out, err) = d.ctl(&["import", big.to_str().unwrap()]);
+    assert!(ok, "{err}\n{}", d.log());
+    assert!(out.contains("imported 16000 signatures"), "{out}");
+    assert!(d.status()["signatures"].as_u64().unwrap() >= 16000);
+    let again = d.dir.path().join("again.json");
+    let (ok, _, err) = d.ctl(&["export", "-o", again.to_str().unwrap()]);
+    assert!(ok, "{err}");
+    assert!(std::fs::metadata(&again).unwrap().len() > 4 << 20);
+    let (ok, _, err) = d.ctl(&["import", again.to_str().unwrap()]);
+    assert!(ok, "re-import of its own export: {err}");
+    // Past the cap: refused by pcstreamctl, the daemon untouched.
+    let huge = d.dir.path().join("huge.json");
+    std::fs::File::create(&huge)
+        .unwrap()
+        .set_len(65 << 20)
+        .unwrap();
+    let (ok, _, err) = d.ctl(&["import", huge.to_str().unwrap()]);
+    assert!(!ok);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("larger than 64 MiB"), "{err}");
+    assert!(d.status()["signatures"].as_u64().unwrap() >= 16000);
+}

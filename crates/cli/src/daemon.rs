@@ -302,7 +302,7 @@ async fn run_async(conn: Conn, cmd: DaemonCmd) -> anyhow::Result<()> {
 }
 
 /// Largest table `import` sends (and pcstreamd accepts): 64 MiB, some
-/// 200,000 signatures of JSON.
+/// 100,000 signatures of JSON (pcstreamd decodes as much).
 pub const MAX_IMPORT_BYTES: u64 = 64 << 20;
 
 /// Reads a table to import: a regular file of at most

@@ -134,7 +134,8 @@ pub async fn run(
     }
     ingest::spawn(events, events_conn, shared.clone())?;
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-    let svc = rpc::PcStreamServer::new(rpc::Service::new(shared.clone()));
+    let svc = rpc::PcStreamServer::new(rpc::Service::new(shared.clone()))
+        .max_decoding_message_size(rpc::MAX_REQUEST_BYTES);
     let mut stop_unix = stop_rx.clone();
     let grpc_unix = tokio::spawn(
         tonic::transport::Server::builder()

@@ -20,6 +20,13 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use tonic::{Request, Response, Status};
 
+/// Largest request body the control socket decodes: an `Import` of a
+/// table of 64 MiB (`pcstreamctl import`'s cap: an export of some 100,000
+/// signatures, the default `max_signatures`) plus its framing. tonic's own
+/// default, 4 MiB, refused the import of any table past ~7,000 signatures
+/// that `export` had written.
+pub const MAX_REQUEST_BYTES: usize = (64 << 20) + 1024;
+
 /// The generated server.
 #[allow(missing_docs, clippy::all, missing_debug_implementations)]
 pub mod proto {
