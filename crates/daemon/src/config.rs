@@ -13,6 +13,9 @@ use std::path::{Path, PathBuf};
 
 /// Default config file.
 pub const DEFAULT_CONFIG: &str = "/etc/pcstream/pcstreamd.toml";
+
+/// Largest configuration file read (1 MiB; the packaged one is 4 KiB).
+pub const MAX_CONFIG_BYTES: u64 = 1 << 20;
 /// Default runtime directory (sockets, mapping table).
 pub const DEFAULT_RUNTIME_DIR: &str = "/run/pcstream";
 /// Default state directory (the learned table).
@@ -179,13 +182,18 @@ impl Config {
         Ok(c)
     }
 
-    /// Reads `path`; a missing file at the default location means defaults.
+    /// Reads `path` (a regular file of at most [`MAX_CONFIG_BYTES`]); a
+    /// missing file at the default location means defaults.
     pub fn load(path: Option<&Path>) -> Result<Config, DaemonConfigError> {
         let (p, required) = match path {
             Some(p) => (p.to_path_buf(), true),
             None => (PathBuf::from(DEFAULT_CONFIG), false),
         };
-        match std::fs::read_to_string(&p) {
+        let text = crate::readfile::read_bounded(&p, MAX_CONFIG_BYTES).and_then(|b| {
+            String::from_utf8(b)
+                .map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidData, "not UTF-8 text"))
+        });
+        match text {
             Ok(t) => Config::parse(&t, &p.display().to_string()),
             Err(e) if !required && e.kind() == std::io::ErrorKind::NotFound => {
                 Ok(Config::default())

@@ -22,5 +22,6 @@ pub mod notify;
 pub mod persist;
 pub mod publish;
 pub mod quota;
+pub mod readfile;
 pub mod rpc;
 pub mod state;

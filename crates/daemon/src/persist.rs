@@ -44,13 +44,28 @@ pub fn parse(data: &[u8]) -> Result<EngineState, String> {
     Ok(st)
 }
 
-/// Loads `dir/state.json`: `None` when absent; when unreadable, the file is
-/// moved aside (logged) and `None` returned.
+/// Largest state file loaded (1 GiB: ten times what `max_signatures`
+/// lets the daemon save; anything larger is not its own).
+pub const MAX_STATE_BYTES: u64 = 1 << 30;
+
+/// Loads `dir/state.json` (a regular file of at most [`MAX_STATE_BYTES`]):
+/// `None` when absent; when unreadable, the file is moved aside (logged)
+/// and `None` returned.
 pub fn load(dir: &Path) -> Option<EngineState> {
     let path = state_path(dir);
-    let data = match std::fs::read(&path) {
+    let data = match crate::readfile::read_bounded(&path, MAX_STATE_BYTES) {
         Ok(d) => d,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
+        // There, but not a state this daemon could have written (a FIFO,
+        // a device, a file past the size it ever saves).
+        Err(e)
+            if matches!(
+                e.kind(),
+                std::io::ErrorKind::InvalidInput | std::io::ErrorKind::InvalidData
+            ) =>
+        {
+            return move_aside(dir, &path, &e.to_string());
+        }
         Err(e) => {
             tracing::error!(path = %path.display(), error = %e, "cannot read state; starting fresh");
             return None;
@@ -58,23 +73,27 @@ pub fn load(dir: &Path) -> Option<EngineState> {
     };
     match parse(&data) {
         Ok(st) => Some(st),
-        Err(why) => {
-            let secs = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_secs())
-                .unwrap_or(0);
-            let aside = dir.join(format!("{STATE_FILE}.bad-{secs}"));
-            let moved = std::fs::rename(&path, &aside);
-            tracing::error!(
-                path = %path.display(),
-                moved_to = %aside.display(),
-                moved = moved.is_ok(),
-                error = %why,
-                "state file is unusable: moved aside, starting fresh"
-            );
-            None
-        }
+        Err(why) => move_aside(dir, &path, &why),
     }
+}
+
+/// Renames an unusable state file to `state.json.bad-SECS` (logged, so
+/// that nothing is lost and the next save does not overwrite it): `None`.
+fn move_aside(dir: &Path, path: &Path, why: &str) -> Option<EngineState> {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let aside = dir.join(format!("{STATE_FILE}.bad-{secs}"));
+    let moved = std::fs::rename(path, &aside);
+    tracing::error!(
+        path = %path.display(),
+        moved_to = %aside.display(),
+        moved = moved.is_ok(),
+        error = %why,
+        "state file is unusable: moved aside, starting fresh"
+    );
+    None
 }
 
 #[cfg(test)]

@@ -1,0 +1,54 @@
+//! Reading the daemon's own input files (its configuration, its saved
+//! state) so that a wrong path cannot hang or swell it: opened
+//! non-blocking (a FIFO under that name is refused, not waited on), only a
+//! regular file, and at most a given size (`/dev/zero` named by mistake
+//! is refused, not read until memory runs out).
+
+use std::io::Read;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::Path;
+
+/// Reads `path` whole if it is a regular file of at most `max` bytes.
+pub fn read_bounded(path: &Path, max: u64) -> std::io::Result<Vec<u8>> {
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(nix::fcntl::OFlag::O_NONBLOCK.bits())
+        .open(path)?;
+    if !f.metadata()?.is_file() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "not a regular file",
+        ));
+    }
+    let mut data = Vec::new();
+    f.take(max + 1).read_to_end(&mut data)?;
+    if data.len() as u64 > max {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("larger than {} MiB", max >> 20),
+        ));
+    }
+    Ok(data)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_small_regular_files_are_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("f");
+        std::fs::write(&f, b"streams = 5\n").unwrap();
+        assert_eq!(read_bounded(&f, 1 << 20).unwrap(), b"streams = 5\n");
+        let e = read_bounded(Path::new("/dev/zero"), 1 << 20).unwrap_err();
+        assert_eq!(e.to_string(), "not a regular file");
+        let fifo = dir.path().join("fifo");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
+        let e = read_bounded(&fifo, 1 << 20).unwrap_err();
+        assert_eq!(e.to_string(), "not a regular file");
+        std::fs::File::create(&f).unwrap().set_len(3 << 20).unwrap();
+        let e = read_bounded(&f, 2 << 20).unwrap_err();
+        assert_eq!(e.to_string(), "larger than 2 MiB");
+    }
+}
