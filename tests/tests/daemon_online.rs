@@ -561,7 +561,7 @@ fn kill_9_mid_run_then_restart_reloads_the_last_save() {
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    d.child.take().unwrap().kill().unwrap();
+    d.kill9();
     let st = writer.wait().unwrap();
     assert!(st.success());
     assert_eq!(std::fs::metadata(&file).unwrap().len(), 4096 * 5000);
@@ -716,7 +716,7 @@ fn a_second_daemon_on_the_same_directories_is_refused() {
     assert_eq!(["ctl.sock", "events.sock", "events.seq"].map(inode), socks);
     d.status();
     // Killed, it leaves its lock file behind; a new daemon starts anyway.
-    d.child.take().unwrap().kill().unwrap();
+    d.kill9();
     assert!(d.run_dir().join("pcstreamd.lock").exists());
     d.spawn(&[]);
     d.status();
@@ -736,7 +736,7 @@ fn a_daemon_gone_mid_watch_is_one_line() {
     let mut stdout = std::io::BufReader::new(watch.stdout.take().unwrap());
     std::io::BufRead::read_line(&mut stdout, &mut line).unwrap();
     assert!(line.starts_with("events "), "{line}");
-    d.child.take().unwrap().kill().unwrap();
+    d.kill9();
     let out = watch.wait_with_output().unwrap();
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);

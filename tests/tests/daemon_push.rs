@@ -284,7 +284,7 @@ fn kill_9_mid_run_keeps_output_and_a_restarted_table_is_picked_up() {
         .spawn()
         .unwrap();
     std::thread::sleep(std::time::Duration::from_millis(800));
-    d.child.take().unwrap().kill().unwrap();
+    d.kill9();
     d.spawn(&[]);
     // The restarted daemon publishes a new table file; move the signature.
     let (ok, _, err) = d.ctl(&["pin", &sig, "2"]);

@@ -188,6 +188,17 @@ impl Daemon {
     }
 }
 
+impl Daemon {
+    /// SIGKILLs the daemon and reaps it: a new one started before the
+    /// old one is gone is refused (its directory lock is still held).
+    #[allow(dead_code)]
+    pub fn kill9(&mut self) {
+        let mut c = self.child.take().expect("running");
+        c.kill().unwrap();
+        c.wait().unwrap();
+    }
+}
+
 impl Drop for Daemon {
     fn drop(&mut self) {
         if let Some(mut c) = self.child.take() {
