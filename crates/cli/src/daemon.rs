@@ -309,7 +309,12 @@ pub const MAX_IMPORT_BYTES: u64 = 64 << 20;
 /// [`MAX_IMPORT_BYTES`] (not a device or FIFO that never ends).
 fn read_table(path: &std::path::Path) -> anyhow::Result<Vec<u8>> {
     use std::io::Read;
-    let f = std::fs::File::open(path).with_context(|| format!("read {}", path.display()))?;
+    use std::os::unix::fs::OpenOptionsExt;
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .with_context(|| format!("read {}", path.display()))?;
     let meta = f
         .metadata()
         .with_context(|| format!("read {}", path.display()))?;
