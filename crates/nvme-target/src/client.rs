@@ -156,32 +156,71 @@ impl Client {
         digest: u8,
     ) -> io::Result<Client> {
         let mut c = Client::open_with(addr, digest)?;
+        let r = c.send_connect(subnqn, qid, cntlid, 127, 0)?;
+        if r.status != 0 {
+            return Err(proto(format!("connect failed: status {:#x}", r.status)));
+        }
+        Ok(c)
+    }
+
+    /// Sends a Fabrics Connect for queue `qid` of controller `cntlid`
+    /// (0xffff: a new one) with submission queue size `sqsize` (0-based)
+    /// and keep alive timeout `kato_ms`, and returns its completion; the
+    /// client is connected when its status is 0.
+    pub fn send_connect(
+        &mut self,
+        subnqn: &str,
+        qid: u16,
+        cntlid: u16,
+        sqsize: u16,
+        kato_ms: u32,
+    ) -> io::Result<Completion> {
         let mut data = vec![0u8; 1024];
         data[16..18].copy_from_slice(&cntlid.to_le_bytes());
         data[256..256 + subnqn.len()].copy_from_slice(subnqn.as_bytes());
         data[512..512 + HOST_NQN.len()].copy_from_slice(HOST_NQN.as_bytes());
         let mut sqe = Sqe::new(op::FABRICS, 0, u32::from(op::FCTYPE_CONNECT));
-        sqe.set(10, u32::from(qid) << 16).set(11, 127);
-        let r = c.exec(sqe, &data, 0)?;
-        if r.status != 0 {
-            return Err(proto(format!("connect failed: status {:#x}", r.status)));
+        sqe.set(10, u32::from(qid) << 16)
+            .set(11, u32::from(sqsize))
+            .set(12, kato_ms);
+        let r = self.exec(sqe, &data, 0)?;
+        if r.status == 0 {
+            self.cntlid = r.result as u16;
         }
-        c.cntlid = r.result as u16;
-        Ok(c)
+        Ok(r)
     }
 
     /// A new controller's admin queue, enabled (CC.EN = 1).
     pub fn admin(addr: SocketAddr, subnqn: &str) -> io::Result<Client> {
-        let mut c = Client::connect(addr, subnqn, 0, 0xffff)?;
-        let mut sqe = Sqe::new(op::FABRICS, 0, u32::from(op::FCTYPE_PROP_SET));
-        sqe.set(10, 0)
-            .set(11, 0x14)
-            .set(12, 1 | (6 << 16) | (4 << 20));
-        let r = c.exec(sqe, &[], 0)?;
+        Client::admin_with_kato(addr, subnqn, 0)
+    }
+
+    /// As [`Client::admin`], with keep alive timeout `kato_ms` (0: none).
+    pub fn admin_with_kato(addr: SocketAddr, subnqn: &str, kato_ms: u32) -> io::Result<Client> {
+        let mut c = Client::open(addr)?;
+        let r = c.send_connect(subnqn, 0, 0xffff, 31, kato_ms)?;
+        if r.status != 0 {
+            return Err(proto(format!("connect failed: status {:#x}", r.status)));
+        }
+        let r = c.set_cc(1 | (6 << 16) | (4 << 20))?;
         if r.status != 0 {
             return Err(proto(format!("CC.EN failed: status {:#x}", r.status)));
         }
         Ok(c)
+    }
+
+    /// Property Set of CC (the controller configuration: enable, shutdown).
+    pub fn set_cc(&mut self, cc: u32) -> io::Result<Completion> {
+        let mut sqe = Sqe::new(op::FABRICS, 0, u32::from(op::FCTYPE_PROP_SET));
+        sqe.set(10, 0).set(11, 0x14).set(12, cc);
+        self.exec(sqe, &[], 0)
+    }
+
+    /// Property Get of a 4-byte register (0x1c: CSTS).
+    pub fn get_prop(&mut self, offset: u32) -> io::Result<u64> {
+        let mut sqe = Sqe::new(op::FABRICS, 0, u32::from(op::FCTYPE_PROP_GET));
+        sqe.set(10, 0).set(11, offset);
+        Ok(self.exec(sqe, &[], 0)?.result)
     }
 
     /// I/O queue `qid` of this admin queue's controller.

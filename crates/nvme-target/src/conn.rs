@@ -15,17 +15,18 @@
 
 use std::collections::HashMap;
 use std::io::{self, BufWriter, Read, Write};
-use std::net::TcpStream;
+use std::net::{Shutdown, TcpStream};
 use std::sync::Arc;
 
 use zerocopy::little_endian::{U16, U32, U64};
 use zerocopy::{FromBytes, IntoBytes};
 
-use crate::controller::{host_to_ctrl, sc, Queue, Reply, Shared, WritePlan};
+use crate::controller::{host_to_ctrl, sc, Closer, Queue, Reply, Shared, WritePlan};
 use crate::pdu::{
     self, check_header, flags, ty, CommonHeader, Cqe, DataHeader, Frame, IcReq, IcResp, Limits,
     PduError, Sqe, TermHeader, HLEN_DATA, HLEN_RSP, HLEN_TERM, SGL_IN_CAPSULE, SGL_TRANSPORT,
 };
+use crate::timeouts::{Clock, Timeouts};
 
 /// Largest C2HData payload sent in one PDU.
 const C2H_CHUNK: usize = 128 * 1024;
@@ -63,12 +64,19 @@ pub enum ConnError {
     /// The socket failed or closed mid-PDU.
     #[error("socket: {0}")]
     Io(#[from] io::Error),
+    /// The host missed a deadline ([`Timeouts`]).
+    #[error("timed out: {0}")]
+    Timeout(String),
+    /// The queue's controller tore it down (the controller was deleted or
+    /// disabled).
+    #[error("torn down by controller {0}")]
+    TornDown(u16),
 }
 
 /// The socket's receive side: a buffer PDUs are decoded from in place.
 #[derive(Debug)]
 struct Rx {
-    sock: TcpStream,
+    sock: Arc<TcpStream>,
     buf: Box<[u8]>,
     start: usize,
     end: usize,
@@ -93,7 +101,7 @@ impl Rx {
             (self.start, self.end) = (0, self.end - self.start);
         }
         loop {
-            match self.sock.read(&mut self.buf[self.end..]) {
+            match (&*self.sock).read(&mut self.buf[self.end..]) {
                 Ok(n) => {
                     self.end += n;
                     return Ok(n);
@@ -110,6 +118,7 @@ impl Rx {
 pub struct Connection {
     rx: Rx,
     st: State,
+    clock: Clock,
 }
 
 /// Everything but the receive buffer (so handlers can borrow a PDU from it).
@@ -128,11 +137,28 @@ struct State {
 
 impl Connection {
     /// Wraps an accepted socket.
-    pub fn new(shared: Arc<Shared>, stream: TcpStream, lim: Limits) -> io::Result<Connection> {
+    pub fn new(
+        shared: Arc<Shared>,
+        stream: TcpStream,
+        lim: Limits,
+        timeouts: Timeouts,
+    ) -> io::Result<Connection> {
         stream.set_nodelay(true)?;
+        // Reads wake every tick to check the deadlines; a send that makes
+        // no progress for `send` fails.
+        stream.set_read_timeout(Some(timeouts.tick.max(std::time::Duration::from_millis(1))))?;
+        stream.set_write_timeout(Some(timeouts.send.max(std::time::Duration::from_millis(1))))?;
+        let rx_sock = Arc::new(stream.try_clone()?);
+        let closer = {
+            let s = rx_sock.clone();
+            Closer(Arc::new(move || {
+                let _ = s.shutdown(Shutdown::Both);
+            }))
+        };
         Ok(Connection {
+            clock: Clock::new(timeouts),
             rx: Rx {
-                sock: stream.try_clone()?,
+                sock: rx_sock,
                 // Room for the largest PDU the limits let through, and more.
                 buf: vec![0u8; RX_BUF.max(2 * lim.max_h2c.max(lim.in_capsule) as usize)]
                     .into_boxed_slice(),
@@ -145,7 +171,7 @@ impl Connection {
                 wr: BufWriter::with_capacity(256 * 1024, stream),
                 hdgst: false,
                 ddgst: false,
-                queue: Queue::default(),
+                queue: Queue::new(Some(closer)),
                 pending: HashMap::new(),
                 echo: Vec::new(),
             },
@@ -160,29 +186,49 @@ impl Connection {
             let _ = st.terminate(e);
         }
         let _ = st.wr.flush();
-        if let (0, Some(c)) = (st.queue.qid, &st.queue.ctrl) {
-            st.shared.drop_ctrl(c.id.cntlid);
-        }
+        st.queue.close(&st.shared);
         r
     }
 
     /// Makes `want` bytes readable, flushing responses before blocking.
-    /// False: the host closed the connection with nothing unread.
+    /// False: the host closed the connection with nothing unread. Checks
+    /// the deadlines after every read and every tick without one.
     fn need(&mut self, want: usize) -> Result<bool, ConnError> {
         while self.rx.avail() < want {
-            self.st.wr.flush()?;
-            if self.rx.fill(want)? == 0 {
-                if self.rx.avail() == 0 {
-                    return Ok(false);
-                }
-                return Err(io::Error::from(io::ErrorKind::UnexpectedEof).into());
+            if self.rx.avail() > 0 {
+                self.clock.pdu_begun();
             }
+            self.st.wr.flush()?;
+            match self.rx.fill(want) {
+                Ok(0) => {
+                    if self.st.queue.torn_down() {
+                        return Err(ConnError::TornDown(self.st.cntlid()));
+                    }
+                    if self.rx.avail() == 0 {
+                        return Ok(false);
+                    }
+                    return Err(io::Error::from(io::ErrorKind::UnexpectedEof).into());
+                }
+                Ok(_) => {}
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                    ) => {}
+                Err(e) => return Err(e.into()),
+            }
+            if self.st.queue.torn_down() {
+                return Err(ConnError::TornDown(self.st.cntlid()));
+            }
+            let q = &self.st.queue;
+            self.clock
+                .check(q.ctrl.as_deref(), q.qid == 0)
+                .map_err(ConnError::Timeout)?;
         }
         Ok(true)
     }
 
     fn serve(&mut self) -> Result<(), ConnError> {
-        let mut connected = false;
         loop {
             if !self.need(8)? {
                 return Ok(()); // orderly close between PDUs
@@ -191,7 +237,7 @@ impl Connection {
             let h = CommonHeader::read_from_bytes(hb).map_err(|_| PduError::BadType(hb[0]))?;
             let checked =
                 check_header(&h, &self.st.lim, self.st.hdgst, self.st.ddgst).and_then(|f| {
-                    if (f.ty == ty::IC_REQ) == connected {
+                    if (f.ty == ty::IC_REQ) == self.clock.initialized() {
                         Err(PduError::Sequence(f.ty))
                     } else {
                         Ok(f)
@@ -215,8 +261,10 @@ impl Connection {
                 self.st.echo = pdu[..f.plen.min(pdu::HLEN_CMD)].to_vec();
             }
             self.rx.start += f.plen;
+            self.clock.pdu_done();
             match r? {
-                Flow::Go => connected = true,
+                Flow::Go if f.ty == ty::IC_REQ => self.clock.ic_done(),
+                Flow::Go => {}
                 Flow::Close => return Ok(()),
             }
         }
@@ -230,6 +278,10 @@ enum Flow {
 }
 
 impl State {
+    fn cntlid(&self) -> u16 {
+        self.queue.ctrl.as_ref().map_or(0, |c| c.id.cntlid)
+    }
+
     /// Checks the digests and dispatches one whole PDU.
     fn pdu(&mut self, pdu: &[u8], f: &Frame) -> Result<Flow, ConnError> {
         if self.hdgst && f.ty != ty::IC_REQ && f.ty != ty::H2C_TERM {
@@ -290,6 +342,9 @@ impl State {
 
     fn command(&mut self, pdu: &[u8], data: &[u8]) -> Result<(), ConnError> {
         let sqe = Sqe::read_from_bytes(&pdu[8..72]).map_err(|_| PduError::BadType(ty::CMD))?;
+        if let Some(c) = &self.queue.ctrl {
+            c.touch();
+        }
         let len = sqe.sgl_len() as usize;
         if !host_to_ctrl(&sqe) || len == 0 {
             if !data.is_empty() {

@@ -6,8 +6,9 @@
 //! data in, a [`Reply`] out; `conn` moves the bytes.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU16, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU16, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
 use crate::device::{Device, BLOCK};
 use crate::pages::{self, Identity, DISCOVERY_NQN};
@@ -151,6 +152,126 @@ pub struct Ctrl {
     regs: Mutex<Regs>,
     /// Number of queues granted (0-based, I/O SQs).
     queues: u16,
+    /// Keep Alive Timeout in milliseconds (0: none), from the Connect or
+    /// Set Features 0Fh.
+    kato_ms: AtomicU32,
+    born: Instant,
+    /// When a queue of the controller last brought a command (ms after `born`).
+    last_ms: AtomicU64,
+    io: Mutex<IoQueues>,
+}
+
+/// The I/O queues of a controller, so that they can be torn down with it.
+#[derive(Debug, Default)]
+struct IoQueues {
+    /// The controller was deleted: no queue may join it.
+    gone: bool,
+    links: HashMap<u16, Arc<QueueLink>>,
+}
+
+/// Closes a queue's transport connection (shuts its socket down).
+#[derive(Clone)]
+pub struct Closer(pub Arc<dyn Fn() + Send + Sync>);
+
+impl std::fmt::Debug for Closer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Closer")
+    }
+}
+
+/// An I/O queue as its controller sees it.
+#[derive(Debug)]
+pub struct QueueLink {
+    closed: AtomicBool,
+    closer: Option<Closer>,
+}
+
+impl QueueLink {
+    /// Tears the queue down: it takes no more commands and its connection
+    /// is closed.
+    fn close(&self) {
+        if !self.closed.swap(true, Ordering::AcqRel) {
+            if let Some(c) = &self.closer {
+                (c.0)();
+            }
+        }
+    }
+
+    /// Whether the queue was torn down.
+    pub fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::Acquire)
+    }
+}
+
+impl Ctrl {
+    fn io_queues(&self) -> MutexGuard<'_, IoQueues> {
+        self.io.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A queue of the controller brought a command (any command, on any
+    /// queue, keeps it alive: traffic-based keep alive, as Linux's nvmet).
+    pub fn touch(&self) {
+        self.last_ms
+            .store(self.born.elapsed().as_millis() as u64, Ordering::Relaxed);
+    }
+
+    /// The Keep Alive Timeout (zero: none).
+    pub fn kato(&self) -> Duration {
+        Duration::from_millis(u64::from(self.kato_ms.load(Ordering::Relaxed)))
+    }
+
+    /// KATO and how long the controller has been idle, when it has been
+    /// idle longer than KATO plus a grace of KATO (at least `grace`).
+    pub fn keep_alive_expired(&self, grace: Duration) -> Option<(Duration, Duration)> {
+        let kato = self.kato();
+        if kato.is_zero() {
+            return None;
+        }
+        let last = Duration::from_millis(self.last_ms.load(Ordering::Relaxed));
+        let idle = self.born.elapsed().saturating_sub(last);
+        (idle > kato + kato.max(grace)).then_some((kato, idle))
+    }
+
+    /// Adds I/O queue `qid`; None if the controller was deleted.
+    fn join(&self, qid: u16, closer: Option<Closer>) -> Option<Arc<QueueLink>> {
+        let mut io = self.io_queues();
+        if io.gone {
+            return None;
+        }
+        let link = Arc::new(QueueLink {
+            closed: AtomicBool::new(false),
+            closer,
+        });
+        io.links.insert(qid, link.clone());
+        Some(link)
+    }
+
+    /// Forgets I/O queue `qid` (its connection ended).
+    fn leave(&self, qid: u16, link: &Arc<QueueLink>) {
+        let mut io = self.io_queues();
+        if io.links.get(&qid).is_some_and(|l| Arc::ptr_eq(l, link)) {
+            io.links.remove(&qid);
+        }
+    }
+
+    /// Tears down every I/O queue; `delete`: for good (no queue may join).
+    fn tear_down_io(&self, delete: bool) {
+        let links: Vec<_> = {
+            let mut io = self.io_queues();
+            io.gone |= delete;
+            io.links.drain().map(|(_, l)| l).collect()
+        };
+        if !links.is_empty() {
+            tracing::info!(
+                cntlid = self.id.cntlid,
+                "tearing down {} I/O queue(s)",
+                links.len()
+            );
+        }
+        for l in links {
+            l.close();
+        }
+    }
 }
 
 /// State shared by every connection of a target.
@@ -200,12 +321,20 @@ impl Shared {
         slba.checked_add(n).is_some_and(|e| e <= self.nlb)
     }
 
-    /// Forgets a controller when its admin queue goes away.
-    pub fn drop_ctrl(&self, cntlid: u16) {
-        self.ctrls
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(&cntlid);
+    /// Deletes a controller (its admin queue went away or its keep alive
+    /// timeout expired): it is forgotten and its I/O queues are torn down.
+    pub fn delete_ctrl(&self, ctrl: &Arc<Ctrl>) {
+        {
+            let mut map = self.ctrls.lock().unwrap_or_else(|e| e.into_inner());
+            if map
+                .get(&ctrl.id.cntlid)
+                .is_some_and(|c| Arc::ptr_eq(c, ctrl))
+            {
+                map.remove(&ctrl.id.cntlid);
+            }
+        }
+        ctrl.tear_down_io(true);
+        tracing::info!(cntlid = ctrl.id.cntlid, "controller deleted");
     }
 }
 
@@ -229,9 +358,40 @@ pub struct Queue {
     pub ctrl: Option<Arc<Ctrl>>,
     /// Outstanding Asynchronous Event Requests (never completed: no events are raised).
     pub aers: Vec<u16>,
+    /// An I/O queue's place in its controller (to be torn down with it).
+    pub link: Option<Arc<QueueLink>>,
+    /// Closes this queue's connection (given by the transport).
+    pub closer: Option<Closer>,
 }
 
 impl Queue {
+    /// A queue whose connection `closer` closes (when its controller tears
+    /// it down).
+    pub fn new(closer: Option<Closer>) -> Queue {
+        Queue {
+            closer,
+            ..Queue::default()
+        }
+    }
+
+    /// The queue's connection ended: an admin queue deletes its controller,
+    /// an I/O queue leaves it.
+    pub fn close(&mut self, sh: &Shared) {
+        let Some(ctrl) = self.ctrl.take() else {
+            return;
+        };
+        if self.qid == 0 {
+            sh.delete_ctrl(&ctrl);
+        } else if let Some(l) = self.link.take() {
+            ctrl.leave(self.qid, &l);
+        }
+    }
+
+    /// Whether this I/O queue was torn down by its controller.
+    pub fn torn_down(&self) -> bool {
+        self.link.as_ref().is_some_and(|l| l.is_closed())
+    }
+
     /// Executes one command. `data` is the host's data for H2C commands.
     pub fn execute(&mut self, sh: &Shared, sqe: &Sqe, data: &[u8]) -> Reply {
         if sqe.opcode() == op::FABRICS {
@@ -240,6 +400,9 @@ impl Queue {
         let Some(ctrl) = self.ctrl.clone() else {
             return Reply::status(sc::CMD_SEQ);
         };
+        if self.torn_down() {
+            return Reply::status(sc::CMD_SEQ);
+        }
         if self.qid == 0 {
             self.admin(sh, &ctrl, sqe, data)
         } else {
@@ -322,12 +485,16 @@ impl Queue {
                 hostnqn,
                 regs: Mutex::new(Regs::default()),
                 queues: 63,
+                kato_ms: AtomicU32::new(sqe.cdw(12)),
+                born: Instant::now(),
+                last_ms: AtomicU64::new(0),
+                io: Mutex::new(IoQueues::default()),
             });
             sh.ctrls
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
                 .insert(cntlid, ctrl.clone());
-            tracing::info!(cntlid, host = %ctrl.hostnqn, subsystem = %ctrl.id.subnqn, "controller created");
+            tracing::info!(cntlid, host = %ctrl.hostnqn, subsystem = %ctrl.id.subnqn, kato_ms = sqe.cdw(12), "controller created");
             ctrl
         } else {
             let found = sh
@@ -336,14 +503,20 @@ impl Queue {
                 .unwrap_or_else(|e| e.into_inner())
                 .get(&cntlid)
                 .cloned();
+            let invalid = Reply {
+                result: 1 << 16 | 16, // invalid CNTLID
+                ..Reply::status(sc::CONNECT_INVALID_PARAM)
+            };
             match found {
-                Some(c) if !c.id.discovery && c.hostnqn == hostnqn && qid <= c.queues + 1 => c,
-                _ => {
-                    return Reply {
-                        result: 1 << 16 | 16, // invalid CNTLID
-                        ..Reply::status(sc::CONNECT_INVALID_PARAM)
+                Some(c) if !c.id.discovery && c.hostnqn == hostnqn && qid <= c.queues + 1 => {
+                    let Some(link) = c.join(qid, self.closer.clone()) else {
+                        return invalid;
                     };
+                    self.link = Some(link);
+                    c.touch();
+                    c
                 }
+                _ => return invalid,
             }
         };
         self.qid = qid;
@@ -475,7 +648,14 @@ fn features(sh: &Shared, ctrl: &Ctrl, sqe: &Sqe, set: Option<&[u8]>) -> Reply {
                 }
             }
         }
-        (0x0b | 0x0f | 0x0c | 0x0e, _) => Reply::ok(), // async event config, keep alive, …
+        (0x0f, None) => Reply::result(u64::from(ctrl.kato_ms.load(Ordering::Relaxed))),
+        (0x0f, Some(_)) => {
+            // Keep Alive Timer: a new KATO, counted from now.
+            ctrl.kato_ms.store(sqe.cdw(11), Ordering::Relaxed);
+            ctrl.touch();
+            Reply::ok()
+        }
+        (0x0b | 0x0c | 0x0e, _) => Reply::ok(), // async event config, …
         _ => Reply::status(sc::INVALID_FIELD),
     }
 }

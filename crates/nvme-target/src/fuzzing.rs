@@ -75,9 +75,8 @@ pub fn pdu_and_command(data: &[u8]) {
     };
     let r = q.execute(sh, &sqe, rest);
     assert!(r.data.len() <= 4 << 20, "reply of {} bytes", r.data.len());
-    if let Some(c) = &admin.ctrl {
-        sh.drop_ctrl(c.id.cntlid);
-    }
+    io.close(sh);
+    admin.close(sh);
 }
 
 #[cfg(test)]

@@ -6,7 +6,8 @@
 //!
 //! Start reading at [`server::Target`]; [`conn`] is the transport state
 //! machine, [`controller`] executes commands, [`pages`] builds what they
-//! return, [`device`] is the model and [`store`] keeps the data.
+//! return, [`device`] is the model and [`store`] keeps the data;
+//! [`timeouts`] bounds how long a host may keep a connection waiting.
 //! [`client`] is a small NVMe/TCP host used by the tests and the bench.
 //! Not here: authentication, TLS, reservations, ANA, multiple namespaces.
 
@@ -22,9 +23,11 @@ pub mod pages;
 pub mod pdu;
 pub mod server;
 pub mod store;
+pub mod timeouts;
 
 pub use device::{DeviceConfig, DeviceStats};
 pub use server::{Running, Target, TargetError, DEFAULT_NQN};
+pub use timeouts::Timeouts;
 
 /// FNV-1a, for a stable serial number from the subsystem NQN.
 pub(crate) fn fnv(bytes: &[u8]) -> u64 {

@@ -3,7 +3,7 @@
 //! async runtime: every connection is a blocking request/response loop over
 //! one socket and the device is one mutex, so a runtime would add a
 //! dependency and no concurrency. A connection's failure is logged and ends
-//! only that connection.
+//! only that connection; one that misses a deadline ([`Timeouts`]) is closed.
 
 use std::io;
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -11,10 +11,11 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
-use crate::conn::Connection;
+use crate::conn::{ConnError, Connection};
 use crate::controller::Shared;
 use crate::device::{Device, DeviceConfig, DeviceError, DeviceStats};
 use crate::pdu::Limits;
+use crate::timeouts::Timeouts;
 
 /// Default subsystem NQN of the target.
 pub const DEFAULT_NQN: &str = "nqn.2026-11.io.pcstream:ftl-sim";
@@ -44,6 +45,7 @@ pub struct Target {
     shared: Arc<Shared>,
     stop: Arc<AtomicBool>,
     live: Arc<AtomicUsize>,
+    timeouts: Timeouts,
 }
 
 /// Handle of a target serving on a background thread.
@@ -78,7 +80,14 @@ impl Target {
             shared,
             stop: Arc::new(AtomicBool::new(false)),
             live: Arc::new(AtomicUsize::new(0)),
+            timeouts: Timeouts::default(),
         })
+    }
+
+    /// Serves with these deadlines instead of the defaults (tests use short ones).
+    pub fn with_timeouts(mut self, timeouts: Timeouts) -> Target {
+        self.timeouts = timeouts;
+        self
     }
 
     /// The bound address.
@@ -123,6 +132,7 @@ impl Target {
     fn spawn(&self, stream: TcpStream) {
         let shared = self.shared.clone();
         let live = self.live.clone();
+        let timeouts = self.timeouts;
         let peer = stream
             .peer_addr()
             .map(|a| a.to_string())
@@ -132,8 +142,12 @@ impl Target {
             .name(format!("nvme-tcp {peer}"))
             .spawn(move || {
                 tracing::info!(%peer, "connection opened");
-                match Connection::new(shared, stream, Limits::default()).map(|c| c.run()) {
+                match Connection::new(shared, stream, Limits::default(), timeouts).map(|c| c.run())
+                {
                     Ok(Ok(())) => tracing::info!(%peer, "connection closed"),
+                    Ok(Err(e @ ConnError::Timeout(_))) => {
+                        tracing::warn!(%peer, "connection ended: {e}")
+                    }
                     Ok(Err(e)) => tracing::info!(%peer, "connection ended: {e}"),
                     Err(e) => tracing::warn!(%peer, "connection setup: {e}"),
                 }
