@@ -36,6 +36,11 @@ const C2H_CHUNK: usize = 128 * 1024;
 const RX_BUF: usize = 512 * 1024;
 /// Below this much room at the end, the unread bytes move to the front.
 const RX_ROOM: usize = 64 * 1024;
+/// Most host data of commands other than Write a connection holds while
+/// their R2T transfers run (Write data goes straight to the store); past
+/// it a command is answered Command Interrupted, to be retried. Linux
+/// sends such data in the capsule, so only a misbehaving host meets it.
+pub const MAX_BUFFERED: usize = 256 * 1024;
 
 /// A transfer waiting for its H2CData.
 #[derive(Debug)]
@@ -131,6 +136,8 @@ struct State {
     ddgst: bool,
     queue: Queue,
     pending: HashMap<u16, Pending>,
+    /// Bytes of [`Sink::Buffer`]s reserved (≤ [`MAX_BUFFERED`]).
+    buffered: usize,
     /// Start of the PDU that ended the connection (echoed in C2HTermReq).
     echo: Vec<u8>,
 }
@@ -173,6 +180,7 @@ impl Connection {
                 ddgst: false,
                 queue: Queue::new(Some(closer)),
                 pending: HashMap::new(),
+                buffered: 0,
                 echo: Vec::new(),
             },
         })
@@ -384,11 +392,28 @@ impl State {
                 {
                     return Err(PduError::Sequence(ty::CMD).into());
                 }
+                // Nothing is asked for or buffered for a command that
+                // cannot run or takes less data.
+                if let Err(reply) = self.queue.admit(&sqe, len) {
+                    return self.respond(cid, &reply);
+                }
                 let sink = match self.queue.plan_write(&self.shared, &sqe) {
                     Some(Ok(plan)) => Sink::Store(plan, Ok(())),
                     Some(Err(reply)) => return self.respond(cid, &reply),
-                    // len ≤ max_transfer and pending ≤ sqsize bound this.
-                    None => Sink::Buffer(Vec::with_capacity(len)),
+                    // admit bounds len by the command (≤ 4 KiB), this the total.
+                    None if self.buffered + len > MAX_BUFFERED => {
+                        return self.respond(
+                            cid,
+                            &Reply {
+                                status: sc::CMD_INTERRUPTED,
+                                ..Reply::default()
+                            },
+                        );
+                    }
+                    None => {
+                        self.buffered += len;
+                        Sink::Buffer(Vec::with_capacity(len))
+                    }
                 };
                 self.pending.insert(
                     cid,
@@ -470,7 +495,10 @@ impl State {
                         };
                         self.respond(p.sqe.cid(), &reply)?;
                     }
-                    Sink::Buffer(buf) => self.finish(&p.sqe, &buf)?,
+                    Sink::Buffer(buf) => {
+                        self.buffered -= p.want;
+                        self.finish(&p.sqe, &buf)?
+                    }
                 }
             }
         }

@@ -37,6 +37,8 @@ pub mod sc {
     pub const INVALID_LOG_PAGE: u16 = 0x109;
     /// Feature identifier not saveable.
     pub const FEATURE_NOT_SAVEABLE: u16 = 0x10d;
+    /// Command interrupted (retry: a transient shortage of buffer space).
+    pub const CMD_INTERRUPTED: u16 = 0x021;
     /// Connect: invalid parameters.
     pub const CONNECT_INVALID_PARAM: u16 = 0x182;
     /// Do not retry.
@@ -344,8 +346,16 @@ const PROP_VS: u32 = 0x08;
 const PROP_CC: u32 = 0x14;
 const PROP_CSTS: u32 = 0x1c;
 
-/// CAP: MQES 127, CQR, TO 2 s, CSS NVM, MPSMIN/MPSMAX 4 KiB.
-const CAP: u64 = 127 | (1 << 16) | (4 << 24) | (1 << 37);
+/// CAP.MQES: the largest submission queue size (0-based) a Connect may ask.
+pub const MQES: u16 = 127;
+/// CAP: MQES, CQR, TO 2 s, CSS NVM, MPSMIN/MPSMAX 4 KiB.
+const CAP: u64 = MQES as u64 | (1 << 16) | (4 << 24) | (1 << 37);
+/// Most host data a command other than Write takes: Dataset Management's
+/// 256 ranges (Linux always sends all 4 KiB), a page of feature, directive
+/// or RUH update data.
+pub const MAX_CMD_DATA: usize = 4096;
+/// Host data of a Connect.
+const CONNECT_DATA: usize = 1024;
 
 /// One queue (one TCP connection) and what it is bound to.
 #[derive(Debug, Default)]
@@ -392,17 +402,52 @@ impl Queue {
         self.link.as_ref().is_some_and(|l| l.is_closed())
     }
 
+    /// Checks, before the transport asks for any host data or buffers it,
+    /// that the command can run on this queue now and that `len` bytes of
+    /// host data (the SGL length) are no more than it takes: an unknown
+    /// opcode, a command before Connect and oversized data are refused
+    /// here with the reply to send. [`Queue::execute`] checks it too.
+    pub fn admit(&self, sqe: &Sqe, len: usize) -> Result<(), Reply> {
+        let opcode = sqe.opcode();
+        let max = if opcode == op::FABRICS {
+            match sqe.nsid() as u8 {
+                op::FCTYPE_CONNECT => CONNECT_DATA,
+                op::FCTYPE_PROP_GET | op::FCTYPE_PROP_SET => 0,
+                _ => return Err(Reply::status(sc::INVALID_OPCODE)),
+            }
+        } else {
+            if self.ctrl.is_none() || self.torn_down() {
+                return Err(Reply::status(sc::CMD_SEQ));
+            }
+            match (self.qid == 0, opcode) {
+                (true, op::IDENTIFY | op::GET_LOG_PAGE | op::KEEP_ALIVE | op::AER)
+                | (true, op::ABORT | op::GET_FEATURES | op::DIR_RECV)
+                | (false, op::READ | op::FLUSH | op::WRITE_ZEROES | op::IO_MGMT_RECV) => 0,
+                (true, op::SET_FEATURES | op::DIR_SEND) | (false, op::DSM | op::IO_MGMT_SEND) => {
+                    MAX_CMD_DATA
+                }
+                // Its length must be the blocks' (checked with its range).
+                (false, op::WRITE) => usize::MAX,
+                _ => return Err(Reply::status(sc::INVALID_OPCODE)),
+            }
+        };
+        if host_to_ctrl(sqe) && len > max {
+            return Err(Reply::status(sc::SGL_LENGTH));
+        }
+        Ok(())
+    }
+
     /// Executes one command. `data` is the host's data for H2C commands.
     pub fn execute(&mut self, sh: &Shared, sqe: &Sqe, data: &[u8]) -> Reply {
+        if let Err(r) = self.admit(sqe, data.len()) {
+            return r;
+        }
         if sqe.opcode() == op::FABRICS {
             return self.fabrics(sh, sqe, data);
         }
         let Some(ctrl) = self.ctrl.clone() else {
             return Reply::status(sc::CMD_SEQ);
         };
-        if self.torn_down() {
-            return Reply::status(sc::CMD_SEQ);
-        }
         if self.qid == 0 {
             self.admin(sh, &ctrl, sqe, data)
         } else {
@@ -466,8 +511,13 @@ impl Queue {
                 ..Reply::status(sc::CONNECT_INVALID_PARAM)
             };
         }
-        if sqsize == 0 {
-            return Reply::status(sc::CONNECT_INVALID_PARAM);
+        if sqsize == 0 || sqsize > MQES {
+            // As Linux's nvmet: IATTR 0, IPO 44 = SQSIZE in the command.
+            tracing::info!("connect with SQSIZE {sqsize} refused (MQES {MQES})");
+            return Reply {
+                result: 44,
+                ..Reply::status(sc::CONNECT_INVALID_PARAM)
+            };
         }
         let ctrl = if qid == 0 {
             let cntlid = sh.next_cntlid.fetch_add(1, Ordering::Relaxed) % 0xffef + 1;

@@ -187,3 +187,85 @@ fn closing_the_admin_queue_tears_down_its_io_queues() {
     let e = Client::connect(t.addr(), DEFAULT_NQN, 2, cntlid).unwrap_err();
     assert!(e.to_string().contains("connect failed"), "{e}");
 }
+
+/// Sends `sqe` with a transport SGL of `len` bytes (data the target must
+/// ask for) and returns the type of the first PDU that comes back and,
+/// when it is a response, its status (SCT << 8 | SC, DNR).
+fn first_answer(c: &mut Client, mut sqe: Sqe, cid: u16, len: u32) -> (u8, u16) {
+    sqe.dw[0] = (sqe.dw[0].get() & 0xffff | u32::from(cid) << 16).into();
+    sqe.set_sgl(len, false);
+    let mut capsule = pdu::header(pdu::ty::CMD, 0, pdu::HLEN_CMD, 0, pdu::HLEN_CMD)
+        .as_bytes()
+        .to_vec();
+    capsule.extend_from_slice(sqe.as_bytes());
+    let s = c.socket();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    s.write_all(&capsule).unwrap();
+    let mut h = [0u8; 8];
+    s.read_exact(&mut h).unwrap();
+    let plen = u32::from_le_bytes(h[4..8].try_into().unwrap()) as usize;
+    let mut rest = vec![0u8; plen - 8];
+    s.read_exact(&mut rest).unwrap();
+    let status = if h[0] == pdu::ty::RSP {
+        u16::from_le_bytes([rest[14], rest[15]]) >> 1
+    } else {
+        0
+    };
+    (h[0], status)
+}
+
+#[test]
+fn oversized_queues_and_data_are_refused_before_any_r2t() {
+    let t = start_with(short());
+    // SQSIZE above CAP.MQES (127), admin and I/O: Connect Invalid
+    // Parameters, IATTR 0 / IPO 44 (the SQSIZE field).
+    for qid in [0u16, 1] {
+        let a = Client::admin(t.addr(), DEFAULT_NQN).unwrap();
+        let mut c = Client::open(t.addr()).unwrap();
+        let cntlid = if qid == 0 { 0xffff } else { a.cntlid };
+        let r = c.send_connect(DEFAULT_NQN, qid, cntlid, 65535, 0).unwrap();
+        assert_eq!((r.code(), r.result), (0x182, 44), "qid {qid}");
+        let r = c.send_connect(DEFAULT_NQN, qid, cntlid, 128, 0).unwrap();
+        assert_eq!(r.code(), 0x182, "qid {qid}");
+        let r = c.send_connect(DEFAULT_NQN, qid, cntlid, 127, 0).unwrap();
+        assert_eq!(r.status, 0, "qid {qid}");
+    }
+    // A Connect with 1 MiB of data: refused, not fetched.
+    let mut c = Client::open(t.addr()).unwrap();
+    let mut connect = Sqe::new(0x7f, 0, 1);
+    connect.set(10, 0).set(11, 31);
+    assert_eq!(
+        first_answer(&mut c, connect, 1, 1 << 20),
+        (pdu::ty::RSP, 0x00f | 0x4000)
+    );
+    let a = Client::admin(t.addr(), DEFAULT_NQN).unwrap();
+    let mut q = a.io_queue(DEFAULT_NQN, 1).unwrap();
+    // Compare (05h, not implemented) with 1 MiB of data: Invalid Opcode at once.
+    assert_eq!(
+        first_answer(&mut q, Sqe::new(0x05, 0, 1), 1, 1 << 20),
+        (pdu::ty::RSP, 0x001 | 0x4000)
+    );
+    // Dataset Management takes at most 4 KiB (256 ranges).
+    let mut dsm = Sqe::new(0x09, 0, 1);
+    dsm.set(10, 0).set(11, 1 << 2);
+    assert_eq!(
+        first_answer(&mut q, dsm, 2, 64 << 10),
+        (pdu::ty::RSP, 0x00f | 0x4000)
+    );
+    // 4 KiB is fine; a connection buffers at most 256 KiB of such data:
+    // 64 DSMs are asked for their data, then the target answers Command
+    // Interrupted (retry) until some complete.
+    let answers: Vec<(u8, u16)> = (0..70)
+        .map(|i| first_answer(&mut q, dsm, 10 + i, 4096))
+        .collect();
+    assert!(
+        answers[..64].iter().all(|&a| a == (pdu::ty::R2T, 0)),
+        "{answers:?}"
+    );
+    assert!(
+        answers[64..].iter().all(|&a| a == (pdu::ty::RSP, 0x021)),
+        "{answers:?}"
+    );
+    // Other hosts are served meanwhile.
+    session(&t).unwrap();
+}
