@@ -39,6 +39,8 @@ pub mod sc {
     pub const FEATURE_NOT_SAVEABLE: u16 = 0x10d;
     /// Command interrupted (retry: a transient shortage of buffer space).
     pub const CMD_INTERRUPTED: u16 = 0x021;
+    /// Connect: controller busy (no controller id free).
+    pub const CONNECT_CTRL_BUSY: u16 = 0x181;
     /// Connect: invalid parameters.
     pub const CONNECT_INVALID_PARAM: u16 = 0x182;
     /// Do not retry.
@@ -346,6 +348,8 @@ const PROP_VS: u32 = 0x08;
 const PROP_CC: u32 = 0x14;
 const PROP_CSTS: u32 = 0x1c;
 
+/// Controller ids are 1..=MAX_CNTLID (0xFFF0 and above are reserved).
+const MAX_CNTLID: u16 = 0xffef;
 /// CAP.MQES: the largest submission queue size (0-based) a Connect may ask.
 pub const MQES: u16 = 127;
 /// CAP: MQES, CQR, TO 2 s, CSS NVM, MPSMIN/MPSMAX 4 KiB.
@@ -520,7 +524,14 @@ impl Queue {
             };
         }
         let ctrl = if qid == 0 {
-            let cntlid = sh.next_cntlid.fetch_add(1, Ordering::Relaxed) % 0xffef + 1;
+            let mut map = sh.ctrls.lock().unwrap_or_else(|e| e.into_inner());
+            // The next id not in use (the counter wraps past live controllers).
+            let free = (0..MAX_CNTLID)
+                .map(|_| sh.next_cntlid.fetch_add(1, Ordering::Relaxed) % MAX_CNTLID + 1)
+                .find(|id| !map.contains_key(id));
+            let Some(cntlid) = free else {
+                return Reply::status(sc::CONNECT_CTRL_BUSY);
+            };
             let ctrl = Arc::new(Ctrl {
                 id: Identity {
                     subnqn: if discovery {
@@ -540,10 +551,8 @@ impl Queue {
                 last_ms: AtomicU64::new(0),
                 io: Mutex::new(IoQueues::default()),
             });
-            sh.ctrls
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .insert(cntlid, ctrl.clone());
+            map.insert(cntlid, ctrl.clone());
+            drop(map);
             tracing::info!(cntlid, host = %ctrl.hostnqn, subsystem = %ctrl.id.subnqn, kato_ms = sqe.cdw(12), "controller created");
             ctrl
         } else {
@@ -934,5 +943,58 @@ fn io(sh: &Shared, ctrl: &Ctrl, sqe: &Sqe, data: &[u8]) -> Reply {
             Reply::ok()
         }
         _ => Reply::status(sc::INVALID_OPCODE),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::device::DeviceConfig;
+
+    fn shared() -> Shared {
+        let d = Device::new(DeviceConfig {
+            capacity: 16 << 20,
+            ruhs: 2,
+            ru_size: 64 << 10,
+            ..DeviceConfig::default()
+        })
+        .unwrap();
+        Shared::new(d, crate::DEFAULT_NQN.into(), "127.0.0.1".into(), 4420)
+    }
+
+    /// Connects queue `qid` of controller `cntlid`: the queue and the reply.
+    fn connect(sh: &Shared, qid: u16, cntlid: u16, host: &str) -> (Queue, Reply) {
+        let mut q = Queue::default();
+        let mut data = vec![0u8; 1024];
+        data[16..18].copy_from_slice(&cntlid.to_le_bytes());
+        data[256..256 + crate::DEFAULT_NQN.len()].copy_from_slice(crate::DEFAULT_NQN.as_bytes());
+        data[512..512 + host.len()].copy_from_slice(host.as_bytes());
+        let mut c = Sqe::new(op::FABRICS, 0, u32::from(op::FCTYPE_CONNECT));
+        c.set(10, u32::from(qid) << 16).set(11, 31);
+        let r = q.execute(sh, &c, &data);
+        (q, r)
+    }
+
+    #[test]
+    fn controller_ids_wrap_around_live_controllers() {
+        let sh = shared();
+        let (mut live, r) = connect(&sh, 0, 0xffff, "nqn.live");
+        assert_eq!(r.status, 0);
+        let id = r.result as u16;
+        // 65,519 controllers later the counter comes back to the live id.
+        sh.next_cntlid.store(0xffef + id - 1, Ordering::Relaxed);
+        let (mut other, r) = connect(&sh, 0, 0xffff, "nqn.other");
+        assert_eq!(r.status, 0);
+        assert_eq!(r.result, u64::from(id) + 1, "the live id is skipped");
+        // The live controller is still the one its host joins, before and
+        // after the other one goes away.
+        let (_, r) = connect(&sh, 1, id, "nqn.live");
+        assert_eq!(r.status, 0);
+        other.close(&sh);
+        let (_, r) = connect(&sh, 2, id, "nqn.live");
+        assert_eq!(r.status, 0);
+        live.close(&sh);
+        let (_, r) = connect(&sh, 3, id, "nqn.live");
+        assert_eq!(r.status & 0x7ff, sc::CONNECT_INVALID_PARAM);
     }
 }
