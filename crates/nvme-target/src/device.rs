@@ -568,6 +568,40 @@ mod tests {
     }
 
     #[test]
+    fn a_larger_backing_file_is_refused_not_truncated() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("long.img");
+        let f = File::create(&p).unwrap();
+        f.set_len(200 << 20).unwrap();
+        std::os::unix::fs::FileExt::write_all_at(&f, b"PRECIOUS", 150 << 20).unwrap();
+        let Err(e) = Device::new(DeviceConfig {
+            backing: Some(p.clone()),
+            ..small()
+        }) else {
+            panic!("a backing file larger than the capacity was accepted");
+        };
+        let e = e.to_string();
+        assert!(
+            e.contains("long.img") && e.contains(&(200u64 << 20).to_string()),
+            "{e}"
+        );
+        assert!(e.contains(&(64u64 << 20).to_string()), "{e}");
+        assert!(!e.contains('\n'), "{e}");
+        assert_eq!(std::fs::metadata(&p).unwrap().len(), 200 << 20);
+        // A shorter file is extended to the capacity, its data kept.
+        f.set_len(1 << 20).unwrap();
+        let mut d = Device::new(DeviceConfig {
+            backing: Some(p.clone()),
+            ..small()
+        })
+        .unwrap();
+        assert_eq!(std::fs::metadata(&p).unwrap().len(), 64 << 20);
+        let mut buf = vec![0u8; BLOCK];
+        d.read(0, &mut buf).unwrap();
+        assert!(buf.iter().all(|&b| b == 0));
+    }
+
+    #[test]
     fn bad_configs_are_named() {
         let e = Device::new(DeviceConfig { ruhs: 0, ..small() }).unwrap_err();
         assert!(e.to_string().contains("ruhs"), "{e}");

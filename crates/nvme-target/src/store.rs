@@ -79,7 +79,8 @@ impl Store {
     }
 
     /// Opens (creating if needed) a backing file sized to `bytes`; existing
-    /// contents are kept.
+    /// contents are kept: a shorter file is extended, a longer one refused
+    /// (truncating it would destroy data past the namespace).
     pub fn file(path: &Path, bytes: u64) -> io::Result<Store> {
         let file = OpenOptions::new()
             .read(true)
@@ -87,7 +88,17 @@ impl Store {
             .create(true)
             .truncate(false)
             .open(path)?;
-        if file.metadata()?.len() != bytes {
+        let size = file.metadata()?.len();
+        if size > bytes {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "the file is {size} bytes, larger than the capacity of {bytes} bytes; \
+                     refusing to truncate it (give a capacity of at least {size} bytes, or another file)"
+                ),
+            ));
+        }
+        if size < bytes {
             file.set_len(bytes)?;
         }
         Ok(Store::File { file, bytes })
