@@ -849,6 +849,14 @@ impl Queue {
     }
 }
 
+/// Deallocates `n` blocks at `slba`: the store first, without the device
+/// lock (writing zeros where a file cannot punch holes takes long), then
+/// the model.
+fn deallocate(sh: &Shared, slba: u64, n: u64) -> std::io::Result<()> {
+    sh.store.zero(slba * BLOCK as u64, n * BLOCK as u64)?;
+    sh.dev().unmap(slba, n)
+}
+
 fn io(sh: &Shared, ctrl: &Ctrl, sqe: &Sqe, data: &[u8]) -> Reply {
     if let Err(r) = ns_check(ctrl, sqe) {
         return r;
@@ -889,13 +897,10 @@ fn io(sh: &Shared, ctrl: &Ctrl, sqe: &Sqe, data: &[u8]) -> Reply {
         }
         _ => {}
     }
-    let mut dev = sh.dev();
-    let range_ok = dev.in_range(slba, nlb);
     let wrap = io_result;
     match opcode {
-        op::FLUSH => wrap(dev.flush()),
-        op::WRITE_ZEROES if !range_ok => Reply::status(sc::LBA_RANGE),
-        op::WRITE_ZEROES => wrap(dev.deallocate(slba, nlb)),
+        op::WRITE_ZEROES if !sh.in_range(slba, nlb) => return Reply::status(sc::LBA_RANGE),
+        op::WRITE_ZEROES => return wrap(deallocate(sh, slba, nlb)),
         op::DSM => {
             let nr = (sqe.cdw(10) & 0xff) as usize + 1;
             if data.len() < nr * 16 {
@@ -907,17 +912,22 @@ fn io(sh: &Shared, ctrl: &Ctrl, sqe: &Sqe, data: &[u8]) -> Reply {
             for r in data.chunks_exact(16).take(nr) {
                 let n = u64::from(u32::from_le_bytes(r[4..8].try_into().unwrap_or_default()));
                 let s = u64::from_le_bytes(r[8..16].try_into().unwrap_or_default());
-                if !dev.in_range(s, n) {
+                if !sh.in_range(s, n) {
                     return Reply::status(sc::LBA_RANGE);
                 }
                 if n > 0 {
-                    if let Err(e) = dev.deallocate(s, n) {
+                    if let Err(e) = deallocate(sh, s, n) {
                         return wrap(Err(e));
                     }
                 }
             }
-            Reply::ok()
+            return Reply::ok();
         }
+        _ => {}
+    }
+    let mut dev = sh.dev();
+    match opcode {
+        op::FLUSH => wrap(dev.flush()),
         op::IO_MGMT_RECV => {
             if sqe.cdw(10) as u8 != 1 {
                 return Reply::status(sc::INVALID_FIELD);
