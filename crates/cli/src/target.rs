@@ -1,7 +1,9 @@
 //! `pcstreamctl target`: runs ftl-sim as an NVMe/TCP FDP device (the
 //! `nvme-target` crate) until SIGINT/SIGTERM, logging connections and a live
 //! WAF line, then prints the device's counters (a table or `--json`) and the
-//! `pcstreamctl sim` command that replays its `--trace` offline.
+//! `pcstreamctl sim` command that replays its `--trace` offline. A trace
+//! that failed (or a store that failed its last flush) still gets the
+//! counters printed, then exits 1 with the error.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -110,8 +112,12 @@ struct Report {
     seconds: f64,
     #[serde(flatten)]
     stats: nvme_target::DeviceStats,
-    /// The offline replay of `--trace` with the same model.
+    /// The offline replay of `--trace` with the same model (none when the
+    /// trace failed: it is incomplete).
     replay: Option<String>,
+    /// Why the trace stopped, if it failed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    trace_error: Option<String>,
 }
 
 /// Runs the subcommand.
@@ -170,13 +176,11 @@ pub fn run(a: TargetArgs) -> anyhow::Result<ExitCode> {
         }
     }
     running.stop();
-    running
-        .shared()
-        .dev()
-        .flush()
-        .context("flushing the device")?;
+    // The counters are printed whatever failed; the failure is the exit status.
+    let flushed = running.shared().dev().flush();
+    let trace_error = running.shared().dev().trace_error().map(str::to_string);
     let g = &sim.geometry;
-    let replay = cfg.trace.as_ref().map(|t| {
+    let replay = cfg.trace.as_ref().filter(|_| trace_error.is_none()).map(|t| {
         format!(
             "pcstreamctl sim --channels 1 --ways 1 --blocks-per-unit {} --pages-per-block {} --op {} --streams {}{} --trace {} --format fio",
             g.blocks_per_unit,
@@ -194,6 +198,7 @@ pub fn run(a: TargetArgs) -> anyhow::Result<ExitCode> {
         seconds: start.elapsed().as_secs_f64(),
         stats: running.stats(),
         replay,
+        trace_error,
     };
     if a.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
@@ -214,6 +219,13 @@ pub fn run(a: TargetArgs) -> anyhow::Result<ExitCode> {
         if let Some(r) = &report.replay {
             println!("replay: {r}");
         }
+        if let Some(e) = &report.trace_error {
+            println!("trace failed: {e}");
+        }
+    }
+    flushed.context("flushing the device")?;
+    if let Some(e) = report.trace_error {
+        anyhow::bail!(e);
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -1,17 +1,94 @@
 //! `pcstreamctl target` end to end: a real target process driven over
 //! loopback by the nvme-target client, stopped by SIGTERM; its JSON WAF
 //! equals what `pcstreamctl sim` computes replaying the trace it logged;
-//! bad flags are one-line errors.
+//! a trace that fails stops without failing the host's writes; bad flags
+//! are one-line errors.
 
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc::{channel, Receiver};
+use std::time::Duration;
 
 use nvme_target::client::Client;
 use nvme_target::DEFAULT_NQN;
 
 fn pcstreamctl() -> Command {
     Command::new(env!("CARGO_BIN_EXE_pcstreamctl"))
+}
+
+/// Starts `pcstreamctl target ARGS` on a free port: the child (stdout
+/// piped), its address, and its stderr's lines as they come.
+fn spawn_target(args: &[&str]) -> (Child, SocketAddr, Receiver<String>) {
+    let mut child = pcstreamctl()
+        .args(["target", "--listen", "127.0.0.1:0", "--interval", "0"])
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let err = BufReader::new(child.stderr.take().unwrap());
+    let (tx, rx) = channel();
+    std::thread::spawn(move || {
+        for line in err.lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let addr = loop {
+        let line = rx
+            .recv_timeout(Duration::from_secs(60))
+            .expect("target exited before listening");
+        if let Some(rest) = line.split("listening on ").nth(1) {
+            break rest.split_whitespace().next().unwrap().parse().unwrap();
+        }
+    };
+    (child, addr, rx)
+}
+
+fn sigterm(child: &Child) {
+    // SAFETY: signalling our own child by its pid.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGTERM) }, 0);
+}
+
+#[test]
+fn a_failing_trace_fails_no_write_and_the_report_still_prints() {
+    let (child, addr, rx) = spawn_target(&[
+        "--capacity",
+        "64M",
+        "--ruhs",
+        "4",
+        "--op",
+        "0.25",
+        "--json",
+        "--trace",
+        "/dev/full",
+    ]);
+    {
+        let a = Client::admin(addr, DEFAULT_NQN).unwrap();
+        let mut q = a.io_queue(DEFAULT_NQN, 1).unwrap();
+        for i in 0..400u64 {
+            let c = q.write(i, &[i as u8; 4096], Some(1)).unwrap();
+            assert_eq!(c.status, 0, "write {i}");
+        }
+    }
+    sigterm(&child);
+    let out = child.wait_with_output().unwrap();
+    let err: Vec<String> = rx.try_iter().collect();
+    assert_eq!(out.status.code(), Some(1), "{err:?}");
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["host_bytes"].as_u64(), Some(400 * 4096), "{report}");
+    assert!(report["replay"].is_null(), "{report}");
+    let te = report["trace_error"].as_str().unwrap_or_default();
+    assert!(te.contains("/dev/full"), "{report}");
+    let last = err.last().map(String::as_str).unwrap_or_default();
+    assert!(
+        last.starts_with("pcstreamctl: error: trace /dev/full"),
+        "{err:?}"
+    );
+    let logged = err.iter().filter(|l| l.contains("tracing stopped")).count();
+    assert_eq!(logged, 2, "one log line and the error: {err:?}");
 }
 
 #[test]

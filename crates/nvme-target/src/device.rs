@@ -2,7 +2,9 @@
 //! simulator stream per reclaim unit handle, GC running as writes arrive),
 //! the data store, the FDP counters and event log, and the optional block
 //! trace of what the host wrote (fio iolog v2, which `pcstreamctl sim
-//! --trace … --format fio` replays into the same model).
+//! --trace … --format fio` replays into the same model). A trace that
+//! cannot be written is a trace error, not an I/O error: it is logged once,
+//! tracing stops and the host's commands carry on.
 
 use std::collections::VecDeque;
 use std::fs::File;
@@ -222,6 +224,8 @@ pub struct Device {
     /// write's placement id, 2 chosen by the controller for unplaced writes).
     ruh_attr: Vec<u8>,
     trace: Option<BufWriter<File>>,
+    /// Why tracing stopped, once a trace write failed.
+    trace_error: Option<String>,
     started: std::time::Instant,
     reads: u64,
     writes: u64,
@@ -263,6 +267,7 @@ impl Device {
             event_mask: vec![0b1001; ruhs],
             ruh_attr: vec![ruha::UNUSED; ruhs],
             trace,
+            trace_error: None,
             started: std::time::Instant::now(),
             reads: 0,
             writes: 0,
@@ -341,14 +346,42 @@ impl Device {
         self.ru_fill[r] = (self.ru_fill[r] + n) % self.ru_pages;
         self.writes += 1;
         if let Some(t) = &mut self.trace {
-            writeln!(
+            let r = writeln!(
                 t,
                 "ns write {} {} {ruh}",
                 slba * BLOCK as u64,
                 n * BLOCK as u64
-            )?;
+            );
+            self.traced(r);
         }
         Ok(())
+    }
+
+    /// Stops tracing after a failed trace write (logged once).
+    fn traced(&mut self, r: io::Result<()>) {
+        let Err(e) = r else {
+            return;
+        };
+        let path = self
+            .cfg
+            .trace
+            .as_deref()
+            .unwrap_or(std::path::Path::new(""));
+        let msg = format!(
+            "trace {}: {e}; tracing stopped, the trace is incomplete",
+            path.display()
+        );
+        tracing::error!("{msg}");
+        // Its buffered records are dropped, not written again.
+        if let Some(t) = self.trace.take() {
+            drop(t.into_parts());
+        }
+        self.trace_error = Some(msg);
+    }
+
+    /// Why tracing stopped, if a trace write failed.
+    pub fn trace_error(&self) -> Option<&str> {
+        self.trace_error.as_deref()
     }
 
     /// Deallocates (TRIM) or zeroes `n` blocks: they read as zeros and the
@@ -364,15 +397,18 @@ impl Device {
             .trim(slba, n)
             .map_err(|e| io::Error::other(e.to_string()))?;
         if let Some(t) = &mut self.trace {
-            writeln!(t, "ns trim {} {}", slba * BLOCK as u64, n * BLOCK as u64)?;
+            let r = writeln!(t, "ns trim {} {}", slba * BLOCK as u64, n * BLOCK as u64);
+            self.traced(r);
         }
         Ok(())
     }
 
-    /// Flush: the store and the trace.
+    /// Flush: the store and the trace (a trace that fails to flush stops,
+    /// as in [`Device::place`]; only the store's failure is an error).
     pub fn flush(&mut self) -> io::Result<()> {
         if let Some(t) = &mut self.trace {
-            t.flush()?;
+            let r = t.flush();
+            self.traced(r);
         }
         self.store.flush()
     }
@@ -599,6 +635,30 @@ mod tests {
         let mut buf = vec![0u8; BLOCK];
         d.read(0, &mut buf).unwrap();
         assert!(buf.iter().all(|&b| b == 0));
+    }
+
+    #[test]
+    fn a_failing_trace_stops_tracing_and_fails_no_write() {
+        let mut d = Device::new(DeviceConfig {
+            trace: Some("/dev/full".into()),
+            ..small()
+        })
+        .unwrap();
+        for lba in 0..400 {
+            d.write(lba, &[lba as u8; BLOCK], Some(1), 1).unwrap();
+        }
+        d.deallocate(0, 10).unwrap();
+        d.flush().unwrap();
+        let s = d.stats();
+        assert_eq!((s.writes, s.host_bytes), (400, 400 * BLOCK as u64));
+        let e = d.trace_error().unwrap_or_default();
+        assert!(
+            e.contains("/dev/full") && e.contains("tracing stopped"),
+            "{e}"
+        );
+        let mut back = [0u8; BLOCK];
+        d.read(399, &mut back).unwrap();
+        assert_eq!(back, [399u16 as u8; BLOCK]);
     }
 
     #[test]
