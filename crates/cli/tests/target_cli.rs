@@ -91,6 +91,68 @@ fn a_failing_trace_fails_no_write_and_the_report_still_prints() {
     assert_eq!(logged, 2, "one log line and the error: {err:?}");
 }
 
+/// CPU seconds (user + system) process `pid` has used.
+fn cpu_secs(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    // Fields after the command name (which ends with ')'): utime, stime are 14 and 15.
+    let rest = &stat[stat.rfind(')').unwrap() + 2..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+    (f[11].parse::<f64>().unwrap() + f[12].parse::<f64>().unwrap()) / hz
+}
+
+#[test]
+fn out_of_file_descriptors_the_accept_loop_backs_off() {
+    let (child, addr, rx) = spawn_target(&["--capacity", "64M", "--ruhs", "4", "--op", "0.25"]);
+    let lim = libc::rlimit {
+        rlim_cur: 32,
+        rlim_max: 32,
+    };
+    // SAFETY: prlimit on our own child with a valid rlimit; no old value asked.
+    let r = unsafe {
+        libc::prlimit(
+            child.id() as i32,
+            libc::RLIMIT_NOFILE,
+            &lim,
+            std::ptr::null_mut(),
+        )
+    };
+    assert_eq!(r, 0);
+    let idle: Vec<std::net::TcpStream> = (0..40)
+        .map(|_| std::net::TcpStream::connect(addr).unwrap())
+        .collect();
+    std::thread::sleep(Duration::from_millis(500));
+    let c0 = cpu_secs(child.id());
+    std::thread::sleep(Duration::from_secs(2));
+    let used = cpu_secs(child.id()) - c0;
+    let lines: Vec<String> = rx.try_iter().collect();
+    let accept_lines = lines.iter().filter(|l| l.contains("accept:")).count();
+    assert!(used < 0.3, "{used} CPU s in 2 s with accept failing");
+    assert!(
+        (1..=2).contains(&accept_lines),
+        "{accept_lines} accept lines: {:?}",
+        &lines[..lines.len().min(5)]
+    );
+    // Once the sockets close, the target serves again.
+    drop(idle);
+    let mut served = Err(std::io::Error::other("not tried"));
+    for _ in 0..50 {
+        served = Client::admin(addr, DEFAULT_NQN).and_then(|a| {
+            let mut q = a.io_queue(DEFAULT_NQN, 1)?;
+            q.write(0, &[1u8; 4096], None)
+        });
+        if served.is_ok() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert_eq!(served.unwrap().status, 0);
+    sigterm(&child);
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+}
+
 #[test]
 fn target_waf_equals_the_offline_replay_of_its_trace() {
     let dir = tempfile::tempdir().unwrap();

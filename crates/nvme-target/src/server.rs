@@ -4,12 +4,15 @@
 //! one socket and the device is one mutex, so a runtime would add a
 //! dependency and no concurrency. A connection's failure is logged and ends
 //! only that connection; one that misses a deadline ([`Timeouts`]) is closed.
+//! An accept that fails (out of file descriptors: EMFILE) is retried after
+//! a pause, and such failures are logged at most once per 10 s.
 
 use std::io;
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 use crate::conn::{ConnError, Connection};
 use crate::controller::Shared;
@@ -21,6 +24,35 @@ use crate::timeouts::Timeouts;
 pub const DEFAULT_NQN: &str = "nqn.2026-11.io.pcstream:ftl-sim";
 /// Most connections served at once; more are closed on accept.
 pub const MAX_CONNECTIONS: usize = 256;
+/// Pause after a failed accept (the error, e.g. EMFILE, would repeat at once).
+const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
+/// Least time between two log lines about failed or refused accepts.
+const LOG_EVERY: Duration = Duration::from_secs(10);
+
+/// A warning that repeats, logged at most once per [`LOG_EVERY`] with the
+/// count of those not logged.
+#[derive(Debug, Default)]
+struct Throttled {
+    last: Option<Instant>,
+    quiet: u64,
+}
+
+impl Throttled {
+    fn warn(&mut self, msg: std::fmt::Arguments<'_>) {
+        let now = Instant::now();
+        if self.last.is_some_and(|t| now - t < LOG_EVERY) {
+            self.quiet += 1;
+            return;
+        }
+        if self.quiet > 0 {
+            tracing::warn!("{msg} ({} more like it not logged)", self.quiet);
+        } else {
+            tracing::warn!("{msg}");
+        }
+        self.last = Some(now);
+        self.quiet = 0;
+    }
+}
 
 /// Why a target cannot start.
 #[derive(Debug, thiserror::Error)]
@@ -109,6 +141,7 @@ impl Target {
 
     /// Accepts and serves connections until the stop flag is set.
     pub fn run(self) {
+        let (mut failed, mut refused) = (Throttled::default(), Throttled::default());
         for stream in self.listener.incoming() {
             if self.stop.load(Ordering::Relaxed) {
                 break;
@@ -116,12 +149,18 @@ impl Target {
             let stream = match stream {
                 Ok(s) => s,
                 Err(e) => {
-                    tracing::warn!("accept: {e}");
+                    failed.warn(format_args!(
+                        "accept: {e}; retrying every {} ms",
+                        ACCEPT_BACKOFF.as_millis()
+                    ));
+                    std::thread::sleep(ACCEPT_BACKOFF);
                     continue;
                 }
             };
             if self.live.load(Ordering::Relaxed) >= MAX_CONNECTIONS {
-                tracing::warn!("refusing a connection: {MAX_CONNECTIONS} already open");
+                refused.warn(format_args!(
+                    "refusing a connection: {MAX_CONNECTIONS} already open"
+                ));
                 continue;
             }
             self.spawn(stream);
