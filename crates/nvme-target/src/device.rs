@@ -236,6 +236,12 @@ impl Device {
     /// Builds the model, opens the store and the trace.
     pub fn new(cfg: DeviceConfig) -> Result<Device, DeviceError> {
         let sim = cfg.sim_config()?;
+        if let Some(total) = crate::memory::mem_total() {
+            let need = crate::memory::Estimate::new(&sim, cfg.capacity, cfg.backing.is_none());
+            if let Some(e) = need.refusal(total) {
+                return Err(DeviceError::Invalid(e));
+            }
+        }
         let ssd = Ssd::new(sim)?;
         let nlb = (cfg.capacity / BLOCK as u64).min(ssd.logical_pages());
         fn io(path: &std::path::Path) -> impl FnOnce(io::Error) -> DeviceError + '_ {
@@ -659,6 +665,35 @@ mod tests {
         let mut back = [0u8; BLOCK];
         d.read(399, &mut back).unwrap();
         assert_eq!(back, [399u16 as u8; BLOCK]);
+    }
+
+    #[test]
+    fn a_capacity_beyond_the_machines_memory_is_refused() {
+        let Ok(meminfo) = std::fs::read_to_string("/proc/meminfo") else {
+            return;
+        };
+        let kib: u64 = meminfo
+            .lines()
+            .find_map(|l| l.strip_prefix("MemTotal:"))
+            .and_then(|v| v.split_whitespace().next()?.parse().ok())
+            .unwrap();
+        // Twice the machine's memory in memory: its tables alone are a few
+        // hundred MiB, the data could never fit.
+        let capacity = (kib * 1024 * 2).next_multiple_of(1 << 30);
+        let Err(e) = Device::new(DeviceConfig {
+            capacity,
+            ruhs: 8,
+            ru_size: 1 << 20,
+            ..DeviceConfig::default()
+        }) else {
+            panic!("a {capacity}-byte in-memory namespace was accepted");
+        };
+        let e = e.to_string();
+        assert!(
+            e.contains("MemTotal") && e.contains("GiB of memory") && e.contains("--backing"),
+            "{e}"
+        );
+        assert!(!e.contains('\n'), "{e}");
     }
 
     #[test]

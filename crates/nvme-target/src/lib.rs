@@ -6,7 +6,8 @@
 //!
 //! Start reading at [`server::Target`]; [`conn`] is the transport state
 //! machine, [`controller`] executes commands, [`pages`] builds what they
-//! return, [`device`] is the model and [`store`] keeps the data;
+//! return, [`device`] is the model (whose memory [`memory`] estimates
+//! before building it) and [`store`] keeps the data;
 //! [`timeouts`] bounds how long a host may keep a connection waiting.
 //! [`client`] is a small NVMe/TCP host used by the tests and the bench.
 //! Not here: authentication, TLS, reservations, ANA, multiple namespaces.
@@ -19,6 +20,7 @@ pub mod controller;
 pub mod device;
 #[doc(hidden)]
 pub mod fuzzing;
+pub mod memory;
 pub mod pages;
 pub mod pdu;
 pub mod server;
