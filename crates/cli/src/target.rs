@@ -150,9 +150,9 @@ pub fn run(a: TargetArgs) -> anyhow::Result<ExitCode> {
     eprintln!(
         "pcstreamctl target: listening on {addr} (nqn {}, {} MiB, {} RUHs of {} KiB)",
         a.nqn,
-        a.capacity >> 20,
-        a.ruhs,
-        a.ru_size >> 10
+        cfg.capacity >> 20,
+        cfg.ruhs,
+        cfg.ru_size >> 10
     );
     let start = Instant::now();
     let mut last = Instant::now();

@@ -20,6 +20,12 @@ fn pcstreamctl() -> Command {
 /// Starts `pcstreamctl target ARGS` on a free port: the child (stdout
 /// piped), its address, and its stderr's lines as they come.
 fn spawn_target(args: &[&str]) -> (Child, SocketAddr, Receiver<String>) {
+    let (child, addr, _, rx) = spawn_target_banner(args);
+    (child, addr, rx)
+}
+
+/// As [`spawn_target`], with the line that says where it listens.
+fn spawn_target_banner(args: &[&str]) -> (Child, SocketAddr, String, Receiver<String>) {
     let mut child = pcstreamctl()
         .args(["target", "--listen", "127.0.0.1:0", "--interval", "0"])
         .args(args)
@@ -41,10 +47,29 @@ fn spawn_target(args: &[&str]) -> (Child, SocketAddr, Receiver<String>) {
             .recv_timeout(Duration::from_secs(60))
             .expect("target exited before listening");
         if let Some(rest) = line.split("listening on ").nth(1) {
-            break rest.split_whitespace().next().unwrap().parse().unwrap();
+            break (
+                rest.split_whitespace().next().unwrap().parse().unwrap(),
+                line,
+            );
         }
     };
-    (child, addr, rx)
+    (child, addr.0, addr.1, rx)
+}
+
+#[test]
+fn the_startup_line_shows_the_configured_device() {
+    let dir = tempfile::tempdir().unwrap();
+    let toml = dir.path().join("dev.toml");
+    std::fs::write(
+        &toml,
+        "capacity = 67108864\nruhs = 4\nop = 0.25\nru_size = 524288\n",
+    )
+    .unwrap();
+    let (child, _, banner, _) = spawn_target_banner(&["--config", toml.to_str().unwrap()]);
+    sigterm(&child);
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    assert!(banner.contains("64 MiB, 4 RUHs of 512 KiB"), "{banner}");
 }
 
 fn sigterm(child: &Child) {
