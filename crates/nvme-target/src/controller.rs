@@ -1,17 +1,23 @@
-//! Command execution: Fabrics (Connect, Property Get/Set), admin (Identify,
-//! Get/Set Features, Get Log Page, Keep Alive, Asynchronous Event Request,
-//! Directive Send/Receive for the Streams directive) and I/O (Read, Write
-//! with FDP or Streams placement, Flush, Dataset Management, Write Zeroes,
-//! I/O Management Receive/Send). Transport-free: a command and its host
-//! data in, a [`Reply`] out; `conn` moves the bytes.
+//! Command execution: the controllers (created by Connect, their registers,
+//! keep alive and I/O queues), Fabrics (Connect, Property Get/Set), the
+//! checks every command passes ([`Queue::admit`]) and the dispatch of admin
+//! commands ([`crate::admin`] holds their bodies: Identify, Get/Set
+//! Features, Get Log Page, Directive Send/Receive; Keep Alive, Asynchronous
+//! Event Request and Abort are here) and I/O commands ([`crate::nvm`]: Read,
+//! Write with FDP or Streams placement, Flush, Dataset Management, Write
+//! Zeroes, I/O Management Receive/Send). Transport-free: a command and its
+//! host data in, a [`Reply`] out; `conn` moves the bytes.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU16, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use crate::device::{Device, BLOCK};
-use crate::pages::{self, Identity, DISCOVERY_NQN};
+use crate::admin::{directive_recv, directive_send, features, get_log, identify};
+use crate::device::Device;
+use crate::nvm::io;
+pub use crate::nvm::WritePlan;
+use crate::pages::{Identity, DISCOVERY_NQN};
 use crate::pdu::Sqe;
 use crate::store::Store;
 
@@ -105,22 +111,22 @@ pub struct Reply {
 }
 
 impl Reply {
-    fn ok() -> Reply {
+    pub(crate) fn ok() -> Reply {
         Reply::default()
     }
-    fn status(status: u16) -> Reply {
+    pub(crate) fn status(status: u16) -> Reply {
         Reply {
             status: status | sc::DNR,
             ..Reply::default()
         }
     }
-    fn data(data: Vec<u8>) -> Reply {
+    pub(crate) fn data(data: Vec<u8>) -> Reply {
         Reply {
             data,
             ..Reply::default()
         }
     }
-    fn result(result: u64) -> Reply {
+    pub(crate) fn result(result: u64) -> Reply {
         Reply {
             result,
             ..Reply::default()
@@ -155,10 +161,10 @@ pub struct Ctrl {
     pub hostnqn: String,
     regs: Mutex<Regs>,
     /// Number of queues granted (0-based, I/O SQs).
-    queues: u16,
+    pub(crate) queues: u16,
     /// Keep Alive Timeout in milliseconds (0: none), from the Connect or
     /// Set Features 0Fh.
-    kato_ms: AtomicU32,
+    pub(crate) kato_ms: AtomicU32,
     born: Instant,
     /// When a queue of the controller last brought a command (ms after `born`).
     last_ms: AtomicU64,
@@ -608,351 +614,6 @@ impl Queue {
             op::DIR_SEND if !disc => directive_send(sqe),
             _ => Reply::status(sc::INVALID_OPCODE),
         }
-    }
-}
-
-fn identify(sh: &Shared, ctrl: &Ctrl, sqe: &Sqe) -> Reply {
-    let cns = sqe.cdw(10) as u8;
-    let nsid = sqe.nsid();
-    let csi = (sqe.cdw(11) >> 24) as u8;
-    let ns_ok = nsid == 1 && !ctrl.id.discovery;
-    match cns {
-        0x01 => Reply::data(pages::identify_ctrl(&ctrl.id, sh.dev().ruhs())),
-        0x00 if ns_ok => Reply::data(pages::identify_ns(&sh.dev())),
-        0x08 if ns_ok => Reply::data(pages::identify_ns_cs_indep()),
-        0x03 if ns_ok => Reply::data(pages::ns_descriptors()),
-        0x05 if ns_ok && csi == 0 => Reply::data(vec![0; 4096]),
-        0x00 | 0x03 | 0x05 | 0x08 => Reply::status(sc::INVALID_NS),
-        0x02 | 0x07 if !ctrl.id.discovery => Reply::data(pages::active_ns_list(nsid)),
-        0x06 if csi == 0 => Reply::data(vec![0; 4096]),
-        0x1c => Reply::data(pages::io_command_sets()),
-        _ => Reply::status(sc::INVALID_FIELD),
-    }
-}
-
-fn get_log(sh: &Shared, discovery: bool, sqe: &Sqe) -> Reply {
-    let lid = sqe.cdw(10) as u8;
-    let numd = ((sqe.cdw(10) >> 16) | (sqe.cdw(11) & 0xffff) << 16) as u64 + 1;
-    let lsi = (sqe.cdw(11) >> 16) as u16;
-    let offset = u64::from(sqe.cdw(12)) | u64::from(sqe.cdw(13)) << 32;
-    let page = match lid {
-        0x70 if discovery => pages::discovery_log(&sh.subnqn, &sh.addr, sh.port),
-        _ if discovery => return Reply::status(sc::INVALID_LOG_PAGE),
-        0x01 => vec![0; 64],
-        0x02 => pages::smart_log(&sh.dev()),
-        0x03 => vec![0; 512],
-        0x20..=0x23 if lsi != pages::ENDGID => return Reply::status(sc::INVALID_FIELD),
-        0x20 => pages::fdp_configs(&sh.dev()),
-        0x21 => pages::ruh_usage(&sh.dev()),
-        0x22 => pages::fdp_stats(&sh.dev()),
-        0x23 => pages::fdp_events(&sh.dev()),
-        _ => return Reply::status(sc::INVALID_LOG_PAGE),
-    };
-    if offset % 4 != 0 || offset > page.len() as u64 {
-        return Reply::status(sc::INVALID_FIELD);
-    }
-    let end = (offset + numd * 4).min(page.len() as u64);
-    let mut out = page[offset as usize..end as usize].to_vec();
-    out.resize((numd * 4).min(1 << 20) as usize, 0);
-    Reply::data(out)
-}
-
-fn features(sh: &Shared, ctrl: &Ctrl, sqe: &Sqe, set: Option<&[u8]>) -> Reply {
-    let fid = sqe.cdw(10) as u8;
-    let save = sqe.cdw(10) >> 31 != 0;
-    if set.is_some() && save {
-        return Reply::status(sc::FEATURE_NOT_SAVEABLE);
-    }
-    let q = u64::from(ctrl.queues);
-    match (fid, set) {
-        (0x07, _) => Reply::result(q | q << 16), // number of queues
-        (0x1d, None) => {
-            if sqe.cdw(11) as u16 != pages::ENDGID {
-                return Reply::status(sc::INVALID_FIELD);
-            }
-            Reply::result(1) // FDPE, configuration index 0
-        }
-        (0x1d, Some(_)) => {
-            // FDP is fixed on (one configuration); enabling it again is a no-op.
-            if sqe.cdw(12) & 1 == 1 && (sqe.cdw(12) >> 8) as u8 == 0 {
-                Reply::ok()
-            } else {
-                Reply::status(sc::INVALID_FIELD)
-            }
-        }
-        (0x1e, set) => {
-            let pid = sqe.cdw(11) as u16;
-            let noet = (sqe.cdw(11) >> 16) as u8;
-            let mut dev = sh.dev();
-            let Some(mask) = dev.event_mask(pid) else {
-                return Reply::status(sc::INVALID_FIELD);
-            };
-            match set {
-                None => {
-                    let mut d = pages::fdp_event_config(mask);
-                    d.truncate(2 * usize::from(noet.max(1)).min(4));
-                    Reply {
-                        result: (d.len() / 2) as u64,
-                        ..Reply::data(d)
-                    }
-                }
-                Some(data) => {
-                    let on = sqe.cdw(12) & 1 == 1;
-                    for &kind in data.iter().take(usize::from(noet)) {
-                        if !dev.set_event(pid, kind, on) {
-                            return Reply::status(sc::INVALID_FIELD);
-                        }
-                    }
-                    Reply::ok()
-                }
-            }
-        }
-        (0x0f, None) => Reply::result(u64::from(ctrl.kato_ms.load(Ordering::Relaxed))),
-        (0x0f, Some(_)) => {
-            // Keep Alive Timer: a new KATO, counted from now.
-            ctrl.kato_ms.store(sqe.cdw(11), Ordering::Relaxed);
-            ctrl.touch();
-            Reply::ok()
-        }
-        (0x0b | 0x0c | 0x0e, _) => Reply::ok(), // async event config, …
-        _ => Reply::status(sc::INVALID_FIELD),
-    }
-}
-
-/// Streams directive (type 1): identify parameters. Directive type 0 is Identify.
-fn directive_recv(sh: &Shared, sqe: &Sqe) -> Reply {
-    let doper = sqe.cdw(11) as u8;
-    let dtype = (sqe.cdw(11) >> 8) as u8;
-    match (dtype, doper) {
-        (0, 1) => {
-            let mut b = vec![0u8; 4096];
-            b[0] = 0b11; // supported: identify, streams
-            b[32] = 0b11; // enabled
-            Reply::data(b)
-        }
-        (1, 1) => {
-            let n = sh.dev().ruhs();
-            let mut b = vec![0u8; 32];
-            b[0..2].copy_from_slice(&n.to_le_bytes()); // MSL
-            b[2..4].copy_from_slice(&n.to_le_bytes()); // NSSA
-            b[4..6].copy_from_slice(&n.to_le_bytes()); // NSSO
-            b[16..20].copy_from_slice(&(sh.dev().ru_size() as u32 / BLOCK as u32).to_le_bytes()); // SWS
-            b[20..22].copy_from_slice(&1u16.to_le_bytes()); // SGS
-            b[22..24].copy_from_slice(&n.to_le_bytes()); // NSA
-            b[24..26].copy_from_slice(&n.to_le_bytes()); // NSO
-            Reply::data(b)
-        }
-        (1, 3) => Reply::result(u64::from(sh.dev().ruhs())), // allocate resources
-        _ => Reply::status(sc::INVALID_FIELD),
-    }
-}
-
-fn directive_send(sqe: &Sqe) -> Reply {
-    let doper = sqe.cdw(11) as u8;
-    let dtype = (sqe.cdw(11) >> 8) as u8;
-    match (dtype, doper) {
-        (0, 1) | (1, 1) | (1, 2) => Reply::ok(), // enable, release identifier / resources
-        _ => Reply::status(sc::INVALID_FIELD),
-    }
-}
-
-/// A validated Write: where its data goes and which handle places it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct WritePlan {
-    /// First logical block.
-    pub slba: u64,
-    /// Logical blocks.
-    pub nlb: u64,
-    /// Placement identifier (None: the controller chooses).
-    pub pid: Option<u16>,
-}
-
-impl WritePlan {
-    /// Byte offset of the data in the namespace.
-    pub fn byte_offset(&self) -> u64 {
-        self.slba * BLOCK as u64
-    }
-    /// Bytes of data.
-    pub fn bytes(&self) -> usize {
-        self.nlb as usize * BLOCK
-    }
-}
-
-fn ns_check(ctrl: &Ctrl, sqe: &Sqe) -> Result<(), Reply> {
-    if ctrl.id.discovery {
-        return Err(Reply::status(sc::INVALID_OPCODE));
-    }
-    let opcode = sqe.opcode();
-    if opcode != op::FLUSH && sqe.nsid() != 1
-        || opcode == op::FLUSH && !matches!(sqe.nsid(), 1 | 0xffff_ffff)
-    {
-        return Err(Reply::status(sc::INVALID_NS));
-    }
-    Ok(())
-}
-
-fn lba_range(sqe: &Sqe) -> (u64, u64) {
-    (
-        u64::from(sqe.cdw(10)) | u64::from(sqe.cdw(11)) << 32,
-        u64::from(sqe.cdw(12) as u16) + 1,
-    )
-}
-
-/// Checks a Write command (namespace, range, data length, placement
-/// directive) before its data is taken.
-fn plan_write(sh: &Shared, ctrl: &Ctrl, sqe: &Sqe, data_len: usize) -> Result<WritePlan, Reply> {
-    ns_check(ctrl, sqe)?;
-    let (slba, nlb) = lba_range(sqe);
-    if !sh.in_range(slba, nlb) {
-        return Err(Reply::status(sc::LBA_RANGE));
-    }
-    if data_len as u64 != nlb * BLOCK as u64 {
-        return Err(Reply::status(sc::SGL_LENGTH));
-    }
-    let dspec = (sqe.cdw(13) >> 16) as u16;
-    let pid = match (sqe.cdw(12) >> 20) & 0xf {
-        0 => None,
-        1 => Some(dspec % sh.ruhs), // Streams: stream id → handle
-        2 => Some(dspec),           // FDP: placement id (one reclaim group)
-        _ => return Err(Reply::status(sc::INVALID_FIELD)),
-    };
-    Ok(WritePlan { slba, nlb, pid })
-}
-
-fn io_result(r: std::io::Result<()>) -> Reply {
-    match r {
-        Ok(()) => Reply::ok(),
-        Err(e) => {
-            tracing::warn!("I/O failed: {e}");
-            Reply::status(sc::INTERNAL)
-        }
-    }
-}
-
-impl Queue {
-    /// For a Write on an I/O queue whose data the transport will fetch:
-    /// the checked plan (the transport puts the data straight into
-    /// [`Shared::store`] at [`WritePlan::byte_offset`], then calls
-    /// [`Queue::commit_write`]), or the error reply to send instead of
-    /// asking for the data. None: not such a command.
-    pub fn plan_write(&self, sh: &Shared, sqe: &Sqe) -> Option<Result<WritePlan, Reply>> {
-        let ctrl = self.ctrl.as_ref()?;
-        if self.qid == 0 || sqe.opcode() != op::WRITE {
-            return None;
-        }
-        Some(plan_write(sh, ctrl, sqe, sqe.sgl_len() as usize))
-    }
-
-    /// Places a planned write whose data is in the store.
-    pub fn commit_write(&self, sh: &Shared, plan: &WritePlan) -> Reply {
-        io_result(sh.dev().place(plan.slba, plan.nlb, plan.pid, 1))
-    }
-}
-
-/// Deallocates `n` blocks at `slba`: the store first, without the device
-/// lock (writing zeros where a file cannot punch holes takes long), then
-/// the model.
-fn deallocate(sh: &Shared, slba: u64, n: u64) -> std::io::Result<()> {
-    sh.store.zero(slba * BLOCK as u64, n * BLOCK as u64)?;
-    sh.dev().unmap(slba, n)
-}
-
-fn io(sh: &Shared, ctrl: &Ctrl, sqe: &Sqe, data: &[u8]) -> Reply {
-    if let Err(r) = ns_check(ctrl, sqe) {
-        return r;
-    }
-    let opcode = sqe.opcode();
-    let (slba, nlb) = lba_range(sqe);
-    match opcode {
-        op::WRITE => {
-            return match plan_write(sh, ctrl, sqe, data.len()) {
-                Ok(p) => match sh.store.write_at(p.byte_offset(), data) {
-                    Ok(()) => io_result(sh.dev().place(p.slba, p.nlb, p.pid, 1)),
-                    Err(e) => io_result(Err(e)),
-                },
-                Err(r) => r,
-            };
-        }
-        op::READ => {
-            // Past MDTS (1 MiB) a read would make the target allocate what
-            // the host asks (NLB allows 256 MiB per command): refused, as
-            // the specification says, with Invalid Field in Command.
-            if nlb * BLOCK as u64 > (BLOCK as u64) << pages::MDTS {
-                return Reply::status(sc::INVALID_FIELD);
-            }
-            if !sh.in_range(slba, nlb) {
-                return Reply::status(sc::LBA_RANGE);
-            }
-            if sqe.sgl_len() as u64 != nlb * BLOCK as u64 {
-                return Reply::status(sc::SGL_LENGTH);
-            }
-            let mut buf = vec![0u8; (nlb as usize) * BLOCK];
-            return match sh.store.read_at(slba * BLOCK as u64, &mut buf) {
-                Ok(()) => {
-                    sh.dev().count_read(buf.len() as u64);
-                    Reply::data(buf)
-                }
-                Err(e) => io_result(Err(e)),
-            };
-        }
-        _ => {}
-    }
-    let wrap = io_result;
-    match opcode {
-        op::WRITE_ZEROES if !sh.in_range(slba, nlb) => return Reply::status(sc::LBA_RANGE),
-        op::WRITE_ZEROES => return wrap(deallocate(sh, slba, nlb)),
-        op::DSM => {
-            let nr = (sqe.cdw(10) & 0xff) as usize + 1;
-            if data.len() < nr * 16 {
-                return Reply::status(sc::SGL_LENGTH);
-            }
-            if sqe.cdw(11) & (1 << 2) == 0 {
-                return Reply::ok(); // hints only
-            }
-            for r in data.chunks_exact(16).take(nr) {
-                let n = u64::from(u32::from_le_bytes(r[4..8].try_into().unwrap_or_default()));
-                let s = u64::from_le_bytes(r[8..16].try_into().unwrap_or_default());
-                if !sh.in_range(s, n) {
-                    return Reply::status(sc::LBA_RANGE);
-                }
-                if n > 0 {
-                    if let Err(e) = deallocate(sh, s, n) {
-                        return wrap(Err(e));
-                    }
-                }
-            }
-            return Reply::ok();
-        }
-        _ => {}
-    }
-    let mut dev = sh.dev();
-    match opcode {
-        op::FLUSH => wrap(dev.flush()),
-        op::IO_MGMT_RECV => {
-            if sqe.cdw(10) as u8 != 1 {
-                return Reply::status(sc::INVALID_FIELD);
-            }
-            let numd = (u64::from(sqe.cdw(11)) + 1).min(1 << 18);
-            let mut b = pages::ruh_status(&dev);
-            b.resize((numd * 4) as usize, 0);
-            Reply::data(b)
-        }
-        op::IO_MGMT_SEND => {
-            if sqe.cdw(10) as u8 != 1 {
-                return Reply::status(sc::INVALID_FIELD);
-            }
-            let npid = (sqe.cdw(10) >> 16) as usize + 1;
-            if data.len() < npid * 2 {
-                return Reply::status(sc::SGL_LENGTH);
-            }
-            for p in data.chunks_exact(2).take(npid) {
-                if !dev.ruh_update(u16::from_le_bytes([p[0], p[1]]), 1) {
-                    return Reply::status(sc::INVALID_FIELD);
-                }
-            }
-            Reply::ok()
-        }
-        _ => Reply::status(sc::INVALID_OPCODE),
     }
 }
 

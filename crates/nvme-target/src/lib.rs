@@ -5,15 +5,17 @@
 //! driver, nvme-cli — sees the write amplification its placement causes.
 //!
 //! Start reading at [`server::Target`]; [`conn`] is the transport state
-//! machine, [`controller`] executes commands, [`pages`] builds what they
-//! return, [`device`] is the model (whose memory [`memory`] estimates
-//! before building it) and [`store`] keeps the data;
-//! [`timeouts`] bounds how long a host may keep a connection waiting.
+//! machine, [`controller`] executes commands (their bodies in [`admin`] and
+//! [`nvm`]), [`pages`] builds what they return, [`device`] is the model
+//! (whose memory [`memory`] estimates before building it) and [`store`]
+//! keeps the data; [`timeouts`] bounds how long a host may keep a
+//! connection waiting.
 //! [`client`] is a small NVMe/TCP host used by the tests and the bench.
 //! Not here: authentication, TLS, reservations, ANA, multiple namespaces.
 
 #![deny(missing_docs)]
 
+pub mod admin;
 pub mod client;
 pub mod conn;
 pub mod controller;
@@ -21,6 +23,7 @@ pub mod device;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod memory;
+pub mod nvm;
 pub mod pages;
 pub mod pdu;
 pub mod server;
