@@ -152,6 +152,34 @@ struct Regs {
     csts: u32,
 }
 
+/// CC fields (NVMe Base 2.0 §3.1.4.5) and CSTS bits.
+mod reg {
+    pub const CC_EN: u32 = 1;
+    pub fn css(cc: u32) -> u32 {
+        (cc >> 4) & 7
+    }
+    pub fn mps(cc: u32) -> u32 {
+        (cc >> 7) & 0xf
+    }
+    pub fn ams(cc: u32) -> u32 {
+        (cc >> 11) & 7
+    }
+    pub fn shn(cc: u32) -> u32 {
+        (cc >> 14) & 3
+    }
+    pub fn iosqes(cc: u32) -> u32 {
+        (cc >> 16) & 0xf
+    }
+    pub fn iocqes(cc: u32) -> u32 {
+        (cc >> 20) & 0xf
+    }
+    pub const CSTS_RDY: u32 = 1;
+    /// Controller fatal status: an unsupported configuration was enabled.
+    pub const CSTS_CFS: u32 = 2;
+    pub const CSTS_SHST_DONE: u32 = 2 << 2;
+    pub const CSTS_SHST: u32 = 3 << 2;
+}
+
 /// One controller: created by an admin-queue Connect, joined by I/O queues.
 #[derive(Debug)]
 pub struct Ctrl {
@@ -169,6 +197,8 @@ pub struct Ctrl {
     /// When a queue of the controller last brought a command (ms after `born`).
     last_ms: AtomicU64,
     io: Mutex<IoQueues>,
+    /// CC.EN and CSTS.RDY: commands other than Fabrics may run.
+    ready: AtomicBool,
 }
 
 /// The I/O queues of a controller, so that they can be torn down with it.
@@ -242,18 +272,90 @@ impl Ctrl {
         (idle > kato + kato.max(grace)).then_some((kato, idle))
     }
 
-    /// Adds I/O queue `qid`; None if the controller was deleted.
-    fn join(&self, qid: u16, closer: Option<Closer>) -> Option<Arc<QueueLink>> {
+    /// Whether the controller is enabled and ready (CC.EN and CSTS.RDY).
+    pub fn is_ready(&self) -> bool {
+        self.ready.load(Ordering::Acquire)
+    }
+
+    /// Property Set of CC, as Linux's nvmet (`nvmet_update_cc`): enabling
+    /// checks the configuration (I/O queue entry sizes 64/16 bytes but on a
+    /// discovery controller, 4 KiB pages, round robin, the NVM command set)
+    /// and sets CSTS.RDY, or CSTS.CFS if it is not supported; disabling or
+    /// a shutdown clears CC and RDY and tears down the I/O queues; a
+    /// shutdown also flushes the device and reports itself complete.
+    fn set_cc(&self, sh: &Shared, new: u32) {
+        let (mut torn, mut shut) = (false, false);
+        {
+            let mut r = self.regs.lock().unwrap_or_else(|e| e.into_inner());
+            let old = r.cc;
+            r.cc = new;
+            let clear = |r: &mut Regs| {
+                r.csts &= !reg::CSTS_RDY;
+                r.cc = 0;
+            };
+            if new & reg::CC_EN != 0 && old & reg::CC_EN == 0 {
+                let sizes_ok =
+                    self.id.discovery || (reg::iosqes(new) == 6 && reg::iocqes(new) == 4);
+                let rest_ok =
+                    reg::mps(new) == 0 && reg::ams(new) == 0 && matches!(reg::css(new), 0 | 6);
+                r.csts = if sizes_ok && rest_ok {
+                    reg::CSTS_RDY
+                } else {
+                    tracing::warn!(
+                        cntlid = self.id.cntlid,
+                        "CC {new:#x}: configuration not supported (CSTS.CFS)"
+                    );
+                    reg::CSTS_CFS
+                };
+                self.touch();
+            }
+            if new & reg::CC_EN == 0 && old & reg::CC_EN != 0 {
+                clear(&mut r);
+                torn = true;
+            }
+            if reg::shn(new) != 0 && reg::shn(old) == 0 {
+                clear(&mut r);
+                r.csts |= reg::CSTS_SHST_DONE;
+                (torn, shut) = (true, true);
+            }
+            if reg::shn(new) == 0 && reg::shn(old) != 0 {
+                r.csts &= !reg::CSTS_SHST;
+            }
+            let ready = r.cc & reg::CC_EN != 0 && r.csts & reg::CSTS_RDY != 0;
+            self.ready.store(ready, Ordering::Release);
+        }
+        if torn {
+            self.tear_down_io(false);
+        }
+        if shut {
+            let _ = sh.dev().flush();
+        }
+    }
+
+    /// Adds I/O queue `qid`, or the reply refusing it: the controller was
+    /// deleted (invalid controller id), or queue `qid` is already connected
+    /// (Command Sequence Error, as nvmet).
+    fn join(&self, qid: u16, closer: Option<Closer>) -> Result<Arc<QueueLink>, Reply> {
         let mut io = self.io_queues();
         if io.gone {
-            return None;
+            return Err(Reply {
+                result: 1 << 16 | 16, // invalid CNTLID
+                ..Reply::status(sc::CONNECT_INVALID_PARAM)
+            });
+        }
+        if io.links.contains_key(&qid) {
+            tracing::info!(
+                cntlid = self.id.cntlid,
+                "connect of I/O queue {qid} refused: it is connected"
+            );
+            return Err(Reply::status(sc::CMD_SEQ));
         }
         let link = Arc::new(QueueLink {
             closed: AtomicBool::new(false),
             closer,
         });
         io.links.insert(qid, link.clone());
-        Some(link)
+        Ok(link)
     }
 
     /// Forgets I/O queue `qid` (its connection ended).
@@ -426,8 +528,12 @@ impl Queue {
                 _ => return Err(Reply::status(sc::INVALID_OPCODE)),
             }
         } else {
-            if self.ctrl.is_none() || self.torn_down() {
-                return Err(Reply::status(sc::CMD_SEQ));
+            // Nothing but Fabrics before Connect, on a torn-down queue, or
+            // while the controller is disabled or not ready (as nvmet, a
+            // discovery controller is not checked for CC.EN).
+            match &self.ctrl {
+                Some(c) if !self.torn_down() && (c.is_ready() || c.id.discovery) => {}
+                _ => return Err(Reply::status(sc::CMD_SEQ)),
             }
             match (self.qid == 0, opcode) {
                 (true, op::IDENTIFY | op::GET_LOG_PAGE | op::KEEP_ALIVE | op::AER)
@@ -473,7 +579,7 @@ impl Queue {
                     return Reply::status(sc::CMD_SEQ);
                 };
                 let offset = sqe.cdw(11);
-                let mut regs = ctrl.regs.lock().unwrap_or_else(|e| e.into_inner());
+                let regs = ctrl.regs.lock().unwrap_or_else(|e| e.into_inner());
                 if sqe.nsid() as u8 == op::FCTYPE_PROP_GET {
                     match offset {
                         PROP_CAP => Reply::result(CAP),
@@ -483,13 +589,8 @@ impl Queue {
                         _ => Reply::status(sc::INVALID_FIELD),
                     }
                 } else if offset == PROP_CC {
-                    let cc = sqe.cdw(12);
-                    let mut csts = u32::from(cc & 1 != 0); // RDY follows EN
-                    if (cc >> 14) & 3 != 0 {
-                        csts |= 2 << 2; // SHST: shutdown complete
-                        let _ = sh.dev().flush();
-                    }
-                    *regs = Regs { cc, csts };
+                    drop(regs);
+                    ctrl.set_cc(sh, sqe.cdw(12));
                     Reply::ok()
                 } else {
                     Reply::status(sc::INVALID_FIELD)
@@ -556,6 +657,7 @@ impl Queue {
                 born: Instant::now(),
                 last_ms: AtomicU64::new(0),
                 io: Mutex::new(IoQueues::default()),
+                ready: AtomicBool::new(false),
             });
             map.insert(cntlid, ctrl.clone());
             drop(map);
@@ -574,10 +676,10 @@ impl Queue {
             };
             match found {
                 Some(c) if !c.id.discovery && c.hostnqn == hostnqn && qid <= c.queues + 1 => {
-                    let Some(link) = c.join(qid, self.closer.clone()) else {
-                        return invalid;
+                    self.link = match c.join(qid, self.closer.clone()) {
+                        Ok(link) => Some(link),
+                        Err(r) => return r,
                     };
-                    self.link = Some(link);
                     c.touch();
                     c
                 }

@@ -2,7 +2,7 @@
 //! here so a unit test runs it on random inputs in every CI run: the first
 //! bytes are a PDU header checked against the limits and, when it passes,
 //! decoded as its PDU type; the rest is a command (SQE) and its data,
-//! executed by a connected admin or I/O queue of a small device. Nothing
+//! executed by a connected admin (enabled) or I/O queue of a small device. Nothing
 //! may panic, and nothing may size a buffer beyond the limits.
 
 use std::sync::{Arc, OnceLock};
@@ -40,6 +40,12 @@ fn connected(sh: &Shared, qid: u16, cntlid: u16) -> Queue {
     let mut c = Sqe::new(0x7f, 0, 1);
     c.set(10, u32::from(qid) << 16).set(11, 31);
     let _ = q.execute(sh, &c, &data);
+    if qid == 0 {
+        // CC.EN with the I/O queue entry sizes: commands may run.
+        let mut cc = Sqe::new(0x7f, 0, 0);
+        cc.set(11, 0x14).set(12, 1 | 6 << 16 | 4 << 20);
+        let _ = q.execute(sh, &cc, &[]);
+    }
     q
 }
 

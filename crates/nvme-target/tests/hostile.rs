@@ -1,8 +1,9 @@
 //! Hosts that misbehave, over real loopback TCP: sockets that never send
 //! an ICReq or a Connect, PDUs left half sent, controllers whose host stops
-//! sending keep alives, and I/O queues whose controller went away. Each
-//! must cost the target a bounded time (a deadline closes the connection)
-//! and never another host its service.
+//! sending keep alives, I/O queues whose controller went away, oversized
+//! queues and data, commands before the controller is enabled. Each must
+//! cost the target a bounded time and memory (a deadline closes the
+//! connection) and never another host its service.
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -267,5 +268,60 @@ fn oversized_queues_and_data_are_refused_before_any_r2t() {
         "{answers:?}"
     );
     // Other hosts are served meanwhile.
+    session(&t).unwrap();
+}
+
+#[test]
+fn controller_state_is_enforced_as_nvmet_does() {
+    const CC: u32 = 1 | 6 << 16 | 4 << 20; // EN, IOSQES 6, IOCQES 4
+    const CSTS: u32 = 0x1c;
+    let t = start_with(short());
+    let mut a = Client::open(t.addr()).unwrap();
+    assert_eq!(
+        a.send_connect(DEFAULT_NQN, 0, 0xffff, 31, 0)
+            .unwrap()
+            .status,
+        0
+    );
+    let cntlid = a.cntlid;
+    // Before CC.EN: only Fabrics commands; I/O queues connect but their
+    // commands fail with Command Sequence Error.
+    assert_eq!(a.identify(1, 0).unwrap().code(), 0x00c);
+    assert_eq!(a.get_prop(CSTS).unwrap(), 0);
+    let mut q = Client::connect(t.addr(), DEFAULT_NQN, 1, cntlid).unwrap();
+    assert_eq!(q.write(0, &[1u8; 4096], None).unwrap().code(), 0x00c);
+    // Enabled without the I/O queue entry sizes: CSTS.CFS, still not ready.
+    assert_eq!(a.set_cc(1).unwrap().status, 0);
+    assert_eq!(a.get_prop(CSTS).unwrap(), 2);
+    assert_eq!(a.identify(1, 0).unwrap().code(), 0x00c);
+    // Disabled again (that tears its I/O queue down), then enabled right.
+    assert_eq!(a.set_cc(0).unwrap().status, 0);
+    closed_within(q.socket(), Duration::from_secs(5)).expect("queue 1 torn down");
+    assert_eq!(a.set_cc(CC).unwrap().status, 0);
+    assert_eq!(a.get_prop(CSTS).unwrap(), 1);
+    assert_eq!(a.identify(1, 0).unwrap().status, 0);
+    let mut q = Client::connect(t.addr(), DEFAULT_NQN, 1, cntlid).unwrap();
+    assert_eq!(q.write(0, &[1u8; 4096], None).unwrap().status, 0);
+    // A second I/O queue 1: refused (Command Sequence Error); queue 2 joins.
+    let e = Client::connect(t.addr(), DEFAULT_NQN, 1, cntlid).unwrap_err();
+    assert!(e.to_string().contains("status 0x400c"), "{e}");
+    let mut q2 = Client::connect(t.addr(), DEFAULT_NQN, 2, cntlid).unwrap();
+    // CC.EN 1 -> 0 (a reset): not ready, CC cleared, I/O queues torn down.
+    assert_eq!(a.set_cc(0).unwrap().status, 0);
+    assert_eq!(a.get_prop(CSTS).unwrap() & 1, 0);
+    assert_eq!(a.get_prop(0x14).unwrap(), 0);
+    assert_eq!(a.identify(1, 0).unwrap().code(), 0x00c);
+    closed_within(q.socket(), Duration::from_secs(5)).expect("queue 1 torn down");
+    closed_within(q2.socket(), Duration::from_secs(5)).expect("queue 2 torn down");
+    // Enabled again, queue 1 may connect anew; a shutdown (CC.SHN) reports
+    // itself complete and tears the I/O queues down too.
+    assert_eq!(a.set_cc(CC).unwrap().status, 0);
+    let mut q3 = Client::connect(t.addr(), DEFAULT_NQN, 1, cntlid).unwrap();
+    assert_eq!(q3.write(1, &[2u8; 4096], None).unwrap().status, 0);
+    assert_eq!(a.set_cc(CC | 1 << 14).unwrap().status, 0);
+    assert_eq!(a.get_prop(CSTS).unwrap(), 2 << 2);
+    closed_within(q3.socket(), Duration::from_secs(5)).expect("queue torn down by shutdown");
+    assert_eq!(a.identify(1, 0).unwrap().code(), 0x00c);
+    // Only the host's own queue went: others are served.
     session(&t).unwrap();
 }

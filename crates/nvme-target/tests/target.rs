@@ -501,9 +501,8 @@ fn header_and_data_digests_when_the_host_asks() {
     let t = start(small(2));
     let a = Client::connect_with(t.addr(), DEFAULT_NQN, 0, 0xffff, 3).unwrap();
     let mut a = a;
-    let mut cc = pdu::Sqe::new(0x7f, 0, 0);
-    cc.set(11, 0x14).set(12, 1);
-    assert_eq!(a.exec(cc, &[], 0).unwrap().status, 0);
+    // CC.EN, with the I/O queue entry sizes (64 and 16 bytes) it needs.
+    assert_eq!(a.set_cc(1 | 6 << 16 | 4 << 20).unwrap().status, 0);
     let mut q = Client::connect_with(t.addr(), DEFAULT_NQN, 1, a.cntlid, 3).unwrap();
     let small_w = pattern(5, 4096); // in-capsule, data digest
     let big_w = pattern(6, 256 * 1024); // R2T + two H2CData, each with digests
