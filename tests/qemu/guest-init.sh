@@ -103,6 +103,11 @@ check fdp-status-ruh-6 grep -q '"pid":6,"ruhid":6,"earutr":0,"ruamw":128' /tmp/s
 RUHA=$(nvme fdp usage "$CTRL" -e 1 -o json 2>/dev/null | tr -d ' \n"' | sed 's/.*ruhus:\[//; s/\].*//; s/[{}]//g; s/ruha://g')
 info "nvme fdp usage: ruha per RUH $RUHA"
 check fdp-usage-ruha test "$(echo "$RUHA" | cut -d, -f1,3,5,6,7)" = "2,1,1,0,1"
+# Keep alive: the kernel's KATO (from its Connect) is enforced by the
+# target; its Keep Alives keep an idle controller past KATO + its grace.
+info "controller keep alive timeout: $(grep "subsystem=$NQN" /tmp/target.log | grep -o 'kato_ms=[0-9]*' | tail -1)"
+sleep 20
+check idle-past-kato dd if="$NS" of=/dev/null bs=1M skip=600 count=4 iflag=direct
 nvme disconnect -n $NQN >/dev/null 2>&1
 kill -TERM $TPID; wait $TPID
 info "target: $(tr -d '\n' </tmp/target.json | head -c 600)"
@@ -267,6 +272,8 @@ check f2fs-long-path-hinted-extreme test "$HC" = 5
 check f2fs-short-path-on-ruh-1 awk "BEGIN { exit !($P1 >= 16 * $MiB && $P1 < 20 * $MiB) }"
 check f2fs-long-path-on-ruh-2 awk "BEGIN { exit !($P2 >= 16 * $MiB && $P2 < 20 * $MiB) }"
 kill -TERM $DPID; wait $DPID
+# No connection of the kernel's ever missed one of the target's deadlines.
+check no-target-timeouts test "$(cat /tmp/target.log /tmp/backed.log /tmp/t44*.log /tmp/f2fs-target.log | grep -c 'timed out')" = 0
 echo ALL-DONE
 echo o >/proc/sysrq-trigger
 sleep 5
