@@ -308,31 +308,8 @@ pub const MAX_IMPORT_BYTES: u64 = 64 << 20;
 /// Reads a table to import: a regular file of at most
 /// [`MAX_IMPORT_BYTES`] (not a device or FIFO that never ends).
 fn read_table(path: &std::path::Path) -> anyhow::Result<Vec<u8>> {
-    use std::io::Read;
-    use std::os::unix::fs::OpenOptionsExt;
-    let f = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(path)
-        .with_context(|| format!("read {}", path.display()))?;
-    let meta = f
-        .metadata()
-        .with_context(|| format!("read {}", path.display()))?;
-    if !meta.is_file() {
-        anyhow::bail!("read {}: not a regular file", path.display());
-    }
-    let mut data = Vec::new();
-    f.take(MAX_IMPORT_BYTES + 1)
-        .read_to_end(&mut data)
-        .with_context(|| format!("read {}", path.display()))?;
-    if data.len() as u64 > MAX_IMPORT_BYTES {
-        anyhow::bail!(
-            "read {}: larger than {} MiB, not a table pcstreamctl export wrote",
-            path.display(),
-            MAX_IMPORT_BYTES >> 20
-        );
-    }
-    Ok(data)
+    pcstream_placement::readfile::read_bounded(path, MAX_IMPORT_BYTES)
+        .with_context(|| format!("read {}", path.display()))
 }
 
 pub(crate) fn status_json(r: &wire::StatusReply) -> serde_json::Value {

@@ -189,10 +189,7 @@ impl Config {
             Some(p) => (p.to_path_buf(), true),
             None => (PathBuf::from(DEFAULT_CONFIG), false),
         };
-        let text = crate::readfile::read_bounded(&p, MAX_CONFIG_BYTES).and_then(|b| {
-            String::from_utf8(b)
-                .map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidData, "not UTF-8 text"))
-        });
+        let text = pcstream_placement::readfile::read_bounded_text(&p, MAX_CONFIG_BYTES);
         match text {
             Ok(t) => Config::parse(&t, &p.display().to_string()),
             Err(e) if !required && e.kind() == std::io::ErrorKind::NotFound => {

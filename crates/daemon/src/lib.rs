@@ -22,6 +22,5 @@ pub mod notify;
 pub mod persist;
 pub mod publish;
 pub mod quota;
-pub mod readfile;
 pub mod rpc;
 pub mod state;

@@ -53,7 +53,7 @@ pub const MAX_STATE_BYTES: u64 = 1 << 30;
 /// and `None` returned.
 pub fn load(dir: &Path) -> Option<EngineState> {
     let path = state_path(dir);
-    let data = match crate::readfile::read_bounded(&path, MAX_STATE_BYTES) {
+    let data = match pcstream_placement::readfile::read_bounded(&path, MAX_STATE_BYTES) {
         Ok(d) => d,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
         // There, but not a state this daemon could have written (a FIFO,

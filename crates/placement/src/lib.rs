@@ -15,8 +15,9 @@
 //! this crate without default features and gets only the plain types.
 //! docs/placement.md lists every parameter; docs/placement-log.md why each was chosen.
 //!
-//! This crate does no I/O on its own beyond trace files, spawns no threads and
-//! owns no sockets: the daemon and the CLI do that.
+//! This crate does no I/O on its own beyond trace files, sysfs reads
+//! ([`delivery`]) and bounded reads of files a user names ([`readfile`]),
+//! spawns no threads and owns no sockets: the daemon and the CLI do that.
 
 #![deny(missing_docs)]
 
@@ -45,6 +46,7 @@ pub mod pcstream;
 pub mod placement;
 #[cfg(feature = "learn")]
 pub mod policies;
+pub mod readfile;
 #[cfg(all(test, feature = "learn"))]
 mod scenarios;
 pub mod sepbit;

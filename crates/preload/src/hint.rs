@@ -91,34 +91,12 @@ impl Map {
     /// mistake is refused at once instead of blocking the program's start
     /// or filling its memory).
     pub fn load(path: &Path) -> Result<Map, MapError> {
-        use std::io::Read;
-        use std::os::unix::fs::OpenOptionsExt;
-        let io = |source| MapError::Io {
-            path: path.to_path_buf(),
-            source,
-        };
-        let f = std::fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_NONBLOCK)
-            .open(path)
-            .map_err(io)?;
-        let meta = f.metadata().map_err(io)?;
-        if !meta.is_file() {
-            return Err(io(std::io::Error::new(
-                std::io::ErrorKind::InvalidInput,
-                "not a regular file",
-            )));
-        }
-        let mut text = String::new();
-        f.take(MAX_MAP_BYTES + 1)
-            .read_to_string(&mut text)
-            .map_err(io)?;
-        if text.len() as u64 > MAX_MAP_BYTES {
-            return Err(io(std::io::Error::new(
-                std::io::ErrorKind::InvalidInput,
-                format!("larger than {} MiB", MAX_MAP_BYTES >> 20),
-            )));
-        }
+        let text = pcstream_placement::readfile::read_bounded_text(path, MAX_MAP_BYTES).map_err(
+            |source| MapError::Io {
+                path: path.to_path_buf(),
+                source,
+            },
+        )?;
         Map::parse(path, &text)
     }
 

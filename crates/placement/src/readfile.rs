@@ -1,5 +1,6 @@
-//! Reading the daemon's own input files (its configuration, its saved
-//! state) so that a wrong path cannot hang or swell it: opened
+//! Reading an input file a user named (the daemon's configuration and
+//! saved state, `pcstreamctl import`'s table, the shim's `PCSTREAM_MAP`)
+//! so that a wrong path cannot hang or swell the reader: opened
 //! non-blocking (a FIFO under that name is refused, not waited on), only a
 //! regular file, and at most a given size (`/dev/zero` named by mistake
 //! is refused, not read until memory runs out).
@@ -12,7 +13,7 @@ use std::path::Path;
 pub fn read_bounded(path: &Path, max: u64) -> std::io::Result<Vec<u8>> {
     let f = std::fs::OpenOptions::new()
         .read(true)
-        .custom_flags(nix::fcntl::OFlag::O_NONBLOCK.bits())
+        .custom_flags(libc::O_NONBLOCK)
         .open(path)?;
     if !f.metadata()?.is_file() {
         return Err(std::io::Error::new(
@@ -31,6 +32,12 @@ pub fn read_bounded(path: &Path, max: u64) -> std::io::Result<Vec<u8>> {
     Ok(data)
 }
 
+/// [`read_bounded`], as UTF-8 text.
+pub fn read_bounded_text(path: &Path, max: u64) -> std::io::Result<String> {
+    String::from_utf8(read_bounded(path, max)?)
+        .map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidData, "not UTF-8 text"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -44,11 +51,16 @@ mod tests {
         let e = read_bounded(Path::new("/dev/zero"), 1 << 20).unwrap_err();
         assert_eq!(e.to_string(), "not a regular file");
         let fifo = dir.path().join("fifo");
-        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: a NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
         let e = read_bounded(&fifo, 1 << 20).unwrap_err();
         assert_eq!(e.to_string(), "not a regular file");
         std::fs::File::create(&f).unwrap().set_len(3 << 20).unwrap();
         let e = read_bounded(&f, 2 << 20).unwrap_err();
         assert_eq!(e.to_string(), "larger than 2 MiB");
+        std::fs::write(&f, [0xff, 0xfe]).unwrap();
+        let e = read_bounded_text(&f, 1 << 20).unwrap_err();
+        assert_eq!(e.to_string(), "not UTF-8 text");
     }
 }
