@@ -6,10 +6,8 @@
 //! with one line naming the estimate instead of aborting on allocation or
 //! meeting the OOM killer later.
 //!
-//! The per-page figures are ftl-sim's `Ssd` fields (`ssd/mod.rs`): per
-//! logical page `l2p` (u32), `wtime` (u32) and `stream_of` (u8); per
-//! physical page `p2l` (u32); per erase block its `Block` (40 bytes), the
-//! GC buckets' two links (u32 each) and the free list's entry (u32).
+//! The tables are ftl-sim's own estimate ([`Config::memory_bytes`], the
+//! `Ssd`'s fields per logical page, physical page and erase block).
 //! Measured: `pcstreamctl target` right after start, in-memory namespace,
 //! 1 MiB RUs, OP 0.07, resident set at 64 GiB 227,480 KiB and at 256 GiB
 //! 891,024 KiB: 13.50 bytes per logical page between them; this estimate
@@ -19,12 +17,6 @@ use ftl_sim::Config;
 
 use crate::device::BLOCK;
 
-/// Simulator bytes per logical page.
-const PER_LOGICAL_PAGE: u64 = 9;
-/// Simulator bytes per physical page.
-const PER_PHYSICAL_PAGE: u64 = 4;
-/// Simulator bytes per erase block (= reclaim unit).
-const PER_BLOCK: u64 = 52;
 /// The process besides the tables and the data, with the buffers of
 /// 256 connections (512 KiB received, 256 KiB sent each).
 const BASE: u64 = 256 << 20;
@@ -42,11 +34,7 @@ impl Estimate {
     /// For simulator configuration `sim` and a namespace of `bytes` bytes,
     /// in memory or not.
     pub fn new(sim: &Config, bytes: u64, in_memory: bool) -> Estimate {
-        let g = &sim.geometry;
-        let tables = sim.logical_pages() * PER_LOGICAL_PAGE
-            + g.physical_pages() * PER_PHYSICAL_PAGE
-            + g.blocks() * PER_BLOCK
-            + BASE;
+        let tables = sim.memory_bytes() + BASE;
         Estimate {
             tables,
             data: if in_memory {
