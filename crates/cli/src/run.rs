@@ -22,10 +22,10 @@ pub struct ShimOptions {
     #[arg(long, value_name = "FILE")]
     pub map: Option<PathBuf>,
     /// Maximum stack frames per signature, 1 to 16 (sets PCSTREAM_FRAMES).
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=16))]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=var::MAX_FRAMES as i64))]
     pub frames: Option<u32>,
     /// Unwinding method (sets PCSTREAM_UNWIND; see docs/shim.md).
-    #[arg(long, value_name = "METHOD", value_parser = ["auto", "fp", "scan", "exact"])]
+    #[arg(long, value_name = "METHOD", value_parser = var::UNWIND_METHODS)]
     pub unwind: Option<String>,
 }
 

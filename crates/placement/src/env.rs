@@ -10,10 +10,14 @@ pub const RECORD_DIR: &str = "PCSTREAM_RECORD_DIR";
 pub const SOCKET: &str = "PCSTREAM_SOCKET";
 /// Static signature → stream map file (lines `<signature-hex> <stream>`).
 pub const MAP: &str = "PCSTREAM_MAP";
-/// Maximum stack frames per signature (1..=16).
+/// Maximum stack frames per signature (1..=[`MAX_FRAMES`]).
 pub const FRAMES: &str = "PCSTREAM_FRAMES";
-/// Stack unwinder: `auto`, `fp`, `scan` or `exact`.
+/// The most frames a signature holds (`FRAMES`, `JAVA_FRAMES`).
+pub const MAX_FRAMES: usize = 16;
+/// Stack unwinder: one of [`UNWIND_METHODS`].
 pub const UNWIND: &str = "PCSTREAM_UNWIND";
+/// The values `UNWIND` takes.
+pub const UNWIND_METHODS: [&str; 4] = ["auto", "fp", "scan", "exact"];
 /// Stack words the `scan` unwinder reads (16..=65536).
 pub const SCAN_WORDS: &str = "PCSTREAM_SCAN_WORDS";
 /// `1` makes the shim replace the application's own write-life hints.

@@ -14,7 +14,7 @@ pub const DEFAULT_SOCKET: &str = "/run/pcstream/events.sock";
 /// Default daemon runtime directory.
 pub const DEFAULT_RUNTIME_DIR: &str = "/run/pcstream";
 /// Most frames a signature can hold.
-pub const MAX_FRAMES: usize = 16;
+pub use pcstream_placement::env::MAX_FRAMES;
 
 /// How return addresses are collected.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
