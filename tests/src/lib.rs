@@ -206,3 +206,35 @@ pub fn rw_hint(p: &Path) -> u64 {
     pcstream_placement::hint::read_file_hint(p)
         .unwrap_or_else(|e| panic!("F_GET_RW_HINT on {}: {e}", p.display()))
 }
+
+/// Makes a FIFO at `p` (mode 0600).
+pub fn mkfifo(p: &Path) {
+    let c = std::ffi::CString::new(p.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: a NUL-terminated path.
+    let rc = unsafe { libc::mkfifo(c.as_ptr(), 0o600) };
+    assert_eq!(rc, 0, "mkfifo {}", p.display());
+}
+
+/// Runs `cmd` (stdin empty, stdout and stderr captured) and returns its
+/// output; kills it and panics if it has not exited within `secs`
+/// seconds (a hang is the failure being tested).
+pub fn output_within(mut cmd: Command, secs: u64) -> std::process::Output {
+    use std::process::Stdio;
+    let what = format!("{:?}", cmd.get_program());
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("run {what}: {e}"));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{what} did not exit within {secs} s");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.wait_with_output().unwrap()
+}

@@ -428,30 +428,14 @@ fn install_script_stages_a_tree_the_unit_runs_from() {
 fn a_config_or_state_that_is_not_a_regular_file_is_refused_at_once() {
     let dir = tempfile::tempdir().unwrap();
     let fifo = dir.path().join("fifo");
-    mkfifo(&fifo);
-    let within = |mut c: Command| {
-        let mut child = c
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        let t0 = std::time::Instant::now();
-        while child.try_wait().unwrap().is_none() {
-            if t0.elapsed() > std::time::Duration::from_secs(20) {
-                let _ = child.kill();
-                panic!("pcstreamd did not exit within 20 s");
-            }
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        }
-        child.wait_with_output().unwrap()
-    };
+    pcstream_tests::mkfifo(&fifo);
     for cfg in [fifo.to_str().unwrap(), "/dev/zero"] {
         let mut c = Command::new(pcstreamd_bin());
         c.args(["--config", cfg, "--runtime-dir"])
             .arg(dir.path().join("run"))
             .arg("--state-dir")
             .arg(dir.path().join("state"));
-        let o = within(c);
+        let o = pcstream_tests::output_within(c, 20);
         assert_eq!(o.status.code(), Some(2), "{o:?}");
         let err = String::from_utf8_lossy(&o.stderr);
         assert_eq!(err.trim(), format!("pcstreamd: {cfg}: not a regular file"));
@@ -460,7 +444,7 @@ fn a_config_or_state_that_is_not_a_regular_file_is_refused_at_once() {
     let mut d = Daemon::unstarted("");
     let state = d.state_dir();
     std::fs::create_dir_all(&state).unwrap();
-    mkfifo(&state.join("state.json"));
+    pcstream_tests::mkfifo(&state.join("state.json"));
     d.spawn(&[]);
     assert!(d.status()["uptime_s"].is_u64());
     assert!(d.log().contains("moved aside"), "{}", d.log());
@@ -470,10 +454,4 @@ fn a_config_or_state_that_is_not_a_regular_file_is_refused_at_once() {
         .to_string_lossy()
         .starts_with("state.json.bad-")));
     assert!(d.stop().success());
-}
-
-fn mkfifo(p: &std::path::Path) {
-    let c = std::ffi::CString::new(p.to_str().unwrap()).unwrap();
-    // SAFETY: a NUL-terminated path.
-    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0, "mkfifo");
 }

@@ -147,7 +147,7 @@ fn a_mapping_that_is_not_a_regular_file_is_refused_at_once() {
     let bin = program("shim_paths", FP);
     let cfg = tempfile::tempdir().unwrap();
     let fifo = cfg.path().join("fifo.map");
-    mkfifo(&fifo);
+    pcstream_tests::mkfifo(&fifo);
     let log_path = cfg.path().join("log");
     let log = std::os::unix::net::UnixDatagram::bind(&log_path).unwrap();
     log.set_nonblocking(true).unwrap();
@@ -174,7 +174,7 @@ fn a_mapping_that_is_not_a_regular_file_is_refused_at_once() {
     // SAFETY: getuid has no preconditions.
     let uid = unsafe { libc::getuid() };
     for name in [format!("mapping.{uid}"), "mapping.all".to_string()] {
-        mkfifo(&run.path().join(name));
+        pcstream_tests::mkfifo(&run.path().join(name));
     }
     let sock = run.path().join("events.sock");
     let _events = std::os::unix::net::UnixDatagram::bind(&sock).unwrap();
@@ -186,12 +186,6 @@ fn a_mapping_that_is_not_a_regular_file_is_refused_at_once() {
         .output_within(&bin, &args(&files), 30);
     assert!(o.status.success(), "{o:?}");
     assert_eq!(hints(&String::from_utf8_lossy(&o.stdout)), vec![0, 0, 0, 0]);
-}
-
-fn mkfifo(p: &std::path::Path) {
-    let c = std::ffi::CString::new(p.to_str().unwrap()).unwrap();
-    // SAFETY: a NUL-terminated path.
-    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0, "mkfifo");
 }
 
 fn app_hint_events(t: &ProcessTrace) -> Vec<wire::AppHintEvent> {

@@ -88,24 +88,7 @@ impl Run {
     /// exited within `secs` seconds (a hang is the failure being tested).
     #[allow(dead_code)]
     pub fn output_within(&self, bin: &Path, args: &[&str], secs: u64) -> Output {
-        use std::process::Stdio;
-        let mut child = self
-            .command(bin, args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap_or_else(|e| panic!("run {}: {e}", bin.display()));
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
-        while child.try_wait().unwrap().is_none() {
-            if std::time::Instant::now() > deadline {
-                let _ = child.kill();
-                let _ = child.wait();
-                panic!("{} did not exit within {secs} s", bin.display());
-            }
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        }
-        child.wait_with_output().unwrap()
+        pcstream_tests::output_within(self.command(bin, args), secs)
     }
 
     fn command(&self, bin: &Path, args: &[&str]) -> Command {
