@@ -25,10 +25,9 @@
 //! (path `java:<class>.<method><descriptor>`) is emitted then.
 //!
 //! A repeat is recognised without JVMTI (which costs about 0.9 µs a walk):
-//! [`fingerprint`] hashes the stack's return addresses into JIT code (and,
-//! for interpreted frames, their method and bytecode pointer) into a key
-//! that names the Java path; a process-wide table maps keys to signatures,
-//! confirmed by walks before it is trusted and sampled after.
+//! [`fingerprint`] keys the Java path by the stack's return addresses into
+//! JIT code; a process-wide table maps keys to signatures, confirmed by
+//! walks before it is trusted and sampled after.
 //!
 //! Anything that fails (no JVM yet, the JVM not live yet, a JVMTI error, a
 //! full table) leaves the write its native signature: the shim degrades,
@@ -39,13 +38,16 @@
 //! function tables, from the JDK's `jni.h`/`jvmti.h`): the shim links no
 //! JDK and no binding crate exists for the part it needs.
 
+mod fingerprint;
+
 use crate::modules::Table;
 use crate::state::{self, events_on, SEEN_SIGS};
 use crate::tls::Thread;
+use fingerprint::{cache_get, cache_put, AMBIGUOUS, CONFIRMED, VERIFY_ONE_IN};
 use libc::{c_char, c_void};
 use pcstream_placement::java as jframe;
 use pcstream_placement::signature::{mix64, SignatureBuilder};
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 
 /// Whether a JVM was loaded into this process (set from the module table).
 static JVM_LOADED: AtomicBool = AtomicBool::new(false);
@@ -166,17 +168,15 @@ unsafe fn direct_jvm(t: &Thread, table: &Table, rec: *const usize) -> Option<(u6
         return None;
     }
     // SAFETY: forwarded caller contract.
-    let Some(f) = (unsafe { fingerprint(t, table, rec) }) else {
+    let Some(f) = (unsafe { fingerprint::fingerprint(t, table, rec) }) else {
         let sig = java_signature(t)?;
         return Some((sig, crate::hint::stream_for(sig)));
     };
     let cached = cache_get(f);
     if let Some((sig, state)) = cached {
-        // A trusted entry answers, but one repeat in VERIFY_ONE_IN (by the
-        // cycle counter: no shared counter) is walked anyway.
-        // SAFETY: rdtsc has no preconditions on x86-64.
-        if state >= CONFIRMED && (unsafe { core::arch::x86_64::_rdtsc() } >> 4) % VERIFY_ONE_IN != 0
-        {
+        // A trusted entry answers, but one repeat in VERIFY_ONE_IN, drawn
+        // at random per thread, is walked anyway.
+        if state >= CONFIRMED && !next_random(t).is_multiple_of(VERIFY_ONE_IN) {
             return Some((sig, crate::hint::stream_for(sig)));
         }
     }
@@ -192,16 +192,27 @@ unsafe fn direct_jvm(t: &Thread, table: &Table, rec: *const usize) -> Option<(u6
         Some((_, state)) => {
             // Two paths behind one fingerprint: never trusted again.
             cache_put(f, sig, AMBIGUOUS);
-            if state >= CONFIRMED
-                && MISMATCHES.fetch_add(1, Ordering::Relaxed) + 1 >= MAX_MISMATCHES
-            {
-                // Fingerprints do not hold in this JVM (an interpreter frame
-                // layout other than the one assumed): walk every write.
-                CODE[0].store(0, Ordering::Relaxed);
+            if state >= CONFIRMED {
+                fingerprint::note_mismatch();
             }
         }
     }
     Some((sig, crate::hint::stream_for(sig)))
+}
+
+/// The thread's next xorshift32 number (a few cycles, where `rdtsc` costs
+/// tens on some CPUs), seeded from the thread's state block's address.
+#[inline(always)]
+fn next_random(t: &Thread) -> u64 {
+    let mut x = t.java_rng.get();
+    if x == 0 {
+        x = (mix64(t as *const Thread as u64) as u32) | 1;
+    }
+    x ^= x << 13;
+    x ^= x >> 17;
+    x ^= x << 5;
+    t.java_rng.set(x);
+    u64::from(x)
 }
 
 /// Return addresses known to lie in the JDK's I/O natives (direct-mapped;
@@ -223,306 +234,6 @@ fn in_jdk_natives(table: &Table, ra: usize) -> bool {
     yes
 }
 
-// ---------------------------------------------------------------------------
-// Repeats: the stack's JIT return addresses → signature
-// ---------------------------------------------------------------------------
-
-/// The JVM's code cache `[lo, hi)`, its interpreter `[lo, hi)` and the
-/// call stub's return address (where Java frames begin), from
-/// the JVM's own exported description of its structures (`vmStructs`, what
-/// the serviceability agent reads): 0 while unknown (no repeats cached).
-static CODE: [AtomicUsize; 5] = [ZERO_ID, ZERO_ID, ZERO_ID, ZERO_ID, ZERO_ID];
-
-/// Stack words a fingerprint reads at most (32 KiB); a deeper stack is
-/// walked by JVMTI on every write.
-const MAX_SCAN: usize = 4096;
-/// Fingerprint cache entries (process-wide: two threads on the same
-/// compiled path have the same fingerprint).
-const FP_SLOTS: usize = 4096;
-/// One cache hit in this many is verified by a full walk.
-const VERIFY_ONE_IN: u64 = 256;
-/// Verified repeats whose fingerprint named another path (a compiled
-/// method's code freed and reused, or a frame layout other than assumed);
-/// at MAX_MISMATCHES, fingerprints are turned off for the process.
-static MISMATCHES: AtomicU32 = AtomicU32::new(0);
-const MAX_MISMATCHES: u32 = 16;
-/// Walks that must find a fingerprint's signature again before the entry
-/// answers without one.
-const CONFIRMED: u32 = 2;
-const AMBIGUOUS: u32 = u32::MAX;
-#[allow(clippy::declare_interior_mutable_const)]
-const ZERO_STATE: AtomicU32 = AtomicU32::new(0);
-static FP_STATE: [AtomicU32; FP_SLOTS] = [ZERO_STATE; FP_SLOTS];
-static FP_KEY: [AtomicU64; FP_SLOTS] = [ZERO_KEY; FP_SLOTS];
-static FP_SIG: [AtomicU64; FP_SLOTS] = [ZERO_KEY; FP_SLOTS];
-
-/// A fingerprint of the Java call path behind `rec`, from the stack
-/// words between the record and the top of the thread's stack:
-/// * a word inside the JIT code cache but outside the interpreter is a
-///   compiled frame's return address (or a stub's): hashed. It names its
-///   call site with the inlining there;
-/// * a word inside the interpreter is the return address into an
-///   interpreted frame, shared by every interpreted call site: the frame
-///   is found from the frame pointer its callee saved just below that
-///   word (compiled code, native wrappers and interpreter entries all push
-///   `rbp` first), and its `Method*` and bytecode pointer (at
-///   `fp - 3` and `fp - 8` words: HotSpot's x86-64 interpreter frame, see
-///   [`read_code_bounds`]) are hashed instead; the scan goes on above the
-///   frame.
-///
-/// Equal fingerprints then mean equal Java call paths. `None` when the
-/// code cache is unknown, an interpreted frame does not check out, or the
-/// stack is deeper than [`MAX_SCAN`] words.
-///
-/// # Safety
-/// `rec` is the entry trampoline's frame record on this thread's stack.
-unsafe fn fingerprint(t: &Thread, table: &Table, rec: *const usize) -> Option<u64> {
-    let code_lo = CODE[0].load(Ordering::Relaxed);
-    if code_lo == 0 {
-        return None;
-    }
-    let code_len = CODE[1].load(Ordering::Relaxed).wrapping_sub(code_lo);
-    let int_lo = CODE[2].load(Ordering::Relaxed);
-    let int_len = CODE[3].load(Ordering::Relaxed).wrapping_sub(int_lo);
-    let rec = rec as usize;
-    let (lo, hi) = crate::stack::stack_bounds(t, rec);
-    if rec < lo || rec & 7 != 0 || rec + 16 > hi {
-        return None;
-    }
-    // The JDK's natives keep frame pointers (OpenJDK builds them so): follow
-    // them to the first return address in JIT code, the Java side's first
-    // frame (skipping the natives' frames, `writeBytes`'s 8 KiB buffer).
-    // SAFETY: rec and rec+8 lie inside the stack bounds.
-    let (mut fp, mut ra_slot) = unsafe { (*(rec as *const usize), rec + 8) };
-    let mut prev = rec;
-    for _ in 0..8 {
-        // SAFETY: ra_slot lies inside the stack bounds (checked below for
-        // every slot after the record's).
-        let ra = unsafe { *(ra_slot as *const usize) };
-        if ra.wrapping_sub(code_lo) < code_len {
-            break;
-        }
-        if !in_jdk_natives(table, ra) {
-            return None;
-        }
-        if fp <= prev || fp & 7 != 0 || fp + 16 > hi {
-            return None;
-        }
-        prev = fp;
-        ra_slot = fp + 8;
-        // SAFETY: fp+16 <= hi and fp > rec >= lo.
-        fp = unsafe { *(fp as *const usize) };
-    }
-    // SAFETY: as above: the slot holds a code-cache address now, or the
-    // chain ran out of hops.
-    if unsafe { *(ra_slot as *const usize) }.wrapping_sub(code_lo) >= code_len {
-        return None;
-    }
-    // From the saved frame pointer below that return address (an
-    // interpreted caller's, if the first Java frame is interpreted).
-    let start = ra_slot - 8;
-    if (hi - start) / 8 > MAX_SCAN {
-        return None;
-    }
-    // SAFETY: [start, hi) lies inside this thread's readable stack bounds
-    // and start is 8-aligned.
-    let words = unsafe { std::slice::from_raw_parts(start as *const usize, (hi - start) / 8) };
-    let call_stub = CODE[4].load(Ordering::Relaxed);
-    let mut h = 0x9e37_79b9_7f4a_7c15u64;
-    let mut n = 0u64;
-    let mut i = 1;
-    while i < words.len() {
-        let w = words[i];
-        i += 1;
-        if w.wrapping_sub(code_lo) >= code_len {
-            continue;
-        }
-        h = mix64(h ^ w as u64);
-        n += 1;
-        if w == call_stub {
-            // The call stub's return address: below it, the Java frames of
-            // this entry into Java; above, the VM's native frames that made
-            // the call (`JavaCalls::call_helper`), with frame pointers, up
-            // to the next Java frames (a native method that called back
-            // into Java) or the thread's first frame.
-            match native_up(table, words, i - 2, code_lo, code_len, start) {
-                Some(next) => i = next,
-                None => break,
-            }
-            continue;
-        }
-        if w.wrapping_sub(int_lo) >= int_len {
-            continue;
-        }
-        // An interpreted frame's return address: the frame's fp, saved by
-        // its callee below the return address, lies above it inside the
-        // stack, aligned, with room for the fixed slots between, and the
-        // frame's own return address is code. A word that does not check
-        // out is a stale value in a compiled frame (hashed as it is).
-        let fp = words[i - 2];
-        let fi = fp.wrapping_sub(start) / 8;
-        if fp & 7 != 0
-            || fp < start
-            || fi < i + 8
-            || fi + 1 >= words.len()
-            || words[fi + 1].wrapping_sub(code_lo) >= code_len
-        {
-            continue;
-        }
-        let (method, bcp) = (words[fi - 3], words[fi - 8]);
-        if method == 0 || bcp == 0 {
-            continue;
-        }
-        h = mix64(mix64(h ^ method as u64) ^ bcp as u64);
-        i = fi + 1;
-    }
-    (n > 0).then_some(mix64(h ^ n) | 1)
-}
-
-/// From the frame pointer at `words[link]` (saved below a call stub's
-/// return address), follows the native frames' `rbp` chain while their
-/// return addresses lie in loaded modules: the index of the next return
-/// address in the code cache (where the scan resumes), or `None` where the
-/// chain ends (the thread's first frames: no Java frame above).
-fn native_up(
-    table: &Table,
-    words: &[usize],
-    link: usize,
-    code_lo: usize,
-    code_len: usize,
-    start: usize,
-) -> Option<usize> {
-    let mut fp = words[link];
-    let mut prev = start + link * 8;
-    for _ in 0..64 {
-        if fp <= prev || fp & 7 != 0 {
-            return None;
-        }
-        let fi = (fp - start) / 8;
-        let ra = *words.get(fi + 1)?;
-        if ra.wrapping_sub(code_lo) < code_len {
-            return Some(fi + 1);
-        }
-        if !table.maybe_code(ra) {
-            return None;
-        }
-        prev = fp;
-        fp = words[fi];
-    }
-    None
-}
-
-/// A fingerprint's signature and state: 0..CONFIRMED, the walks that
-/// found the same signature; AMBIGUOUS, two signatures seen.
-fn cache_get(fp: u64) -> Option<(u64, u32)> {
-    let i = fp as usize % FP_SLOTS;
-    if FP_KEY[i].load(Ordering::Acquire) != fp {
-        return None;
-    }
-    let sig = FP_SIG[i].load(Ordering::Acquire);
-    let state = FP_STATE[i].load(Ordering::Acquire);
-    // A writer clears the key before it changes the signature or state.
-    (FP_KEY[i].load(Ordering::Relaxed) == fp).then_some((sig, state))
-}
-
-fn cache_put(fp: u64, sig: u64, state: u32) {
-    let i = fp as usize % FP_SLOTS;
-    FP_KEY[i].store(0, Ordering::Relaxed);
-    FP_SIG[i].store(sig, Ordering::Release);
-    FP_STATE[i].store(state, Ordering::Release);
-    FP_KEY[i].store(fp, Ordering::Release);
-}
-
-/// Reads the code cache's and the interpreter's bounds from `vmStructs`
-/// (`CodeCache::_low_bound`/`_high_bound`, `AbstractInterpreter::_code` →
-/// `StubQueue::_stub_buffer`/`_buffer_limit`); leaves [`CODE`] at 0 when
-/// any is missing.
-fn read_code_bounds() {
-    let sym = |name: &std::ffi::CStr| -> usize {
-        // SAFETY: dlsym with a NUL-terminated name.
-        unsafe { libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr()) as usize }
-    };
-    let var = |name: &std::ffi::CStr| -> Option<usize> {
-        let a = sym(name);
-        // SAFETY: an exported uint64_t / pointer variable of libjvm.
-        (a != 0).then(|| unsafe { *(a as *const usize) })
-    };
-    let (Some(base), Some(tn), Some(fnm), Some(st), Some(off), Some(addr), Some(stride)) = (
-        var(c"gHotSpotVMStructs"),
-        var(c"gHotSpotVMStructEntryTypeNameOffset"),
-        var(c"gHotSpotVMStructEntryFieldNameOffset"),
-        var(c"gHotSpotVMStructEntryIsStaticOffset"),
-        var(c"gHotSpotVMStructEntryOffsetOffset"),
-        var(c"gHotSpotVMStructEntryAddressOffset"),
-        var(c"gHotSpotVMStructEntryArrayStride"),
-    ) else {
-        return;
-    };
-    if base == 0 || stride == 0 {
-        return;
-    }
-    // (type, field) → static address or field offset.
-    let find = |ty: &[u8], field: &[u8]| -> Option<usize> {
-        let mut p = base;
-        for _ in 0..100_000 {
-            // SAFETY: entries of the exported array, each `stride` bytes,
-            // ending with a NULL type name; names are C strings.
-            unsafe {
-                let t = *((p + tn) as *const *const c_char);
-                if t.is_null() {
-                    return None;
-                }
-                let f = *((p + fnm) as *const *const c_char);
-                if !f.is_null()
-                    && std::ffi::CStr::from_ptr(t).to_bytes() == ty
-                    && std::ffi::CStr::from_ptr(f).to_bytes() == field
-                {
-                    return Some(if *((p + st) as *const i32) != 0 {
-                        *((p + addr) as *const usize)
-                    } else {
-                        *((p + off) as *const usize)
-                    });
-                }
-            }
-            p += stride;
-        }
-        None
-    };
-    let (Some(low), Some(high), Some(code), Some(buf), Some(limit), Some(stub)) = (
-        find(b"CodeCache", b"_low_bound"),
-        find(b"CodeCache", b"_high_bound"),
-        find(b"AbstractInterpreter", b"_code"),
-        find(b"StubQueue", b"_stub_buffer"),
-        find(b"StubQueue", b"_buffer_limit"),
-        find(b"StubRoutines", b"_call_stub_return_address"),
-    ) else {
-        return;
-    };
-    // SAFETY: static variables of the live JVM (set before its live phase)
-    // at the addresses vmStructs gives; the StubQueue it points to.
-    let bounds = unsafe {
-        let (lo, hi) = (*(low as *const usize), *(high as *const usize));
-        let q = *(code as *const usize);
-        if q == 0 {
-            return;
-        }
-        let b = *((q + buf) as *const usize);
-        let n = *((q + limit) as *const i32);
-        [lo, hi, b, b + n.max(0) as usize, *(stub as *const usize)]
-    };
-    if bounds[0] == 0
-        || bounds[0] >= bounds[1]
-        || bounds[2] < bounds[0]
-        || bounds[3] > bounds[1]
-        || !(bounds[0]..bounds[1]).contains(&bounds[4])
-    {
-        return;
-    }
-    for (c, v) in CODE.iter().zip(bounds) {
-        c.store(v, Ordering::Relaxed);
-    }
-}
-
 /// The JVMTI environment, taken on first use; `None` while there is no
 /// live JVM (tried again later) or when it cannot be had (never again).
 fn env() -> Option<usize> {
@@ -541,7 +252,7 @@ fn env() -> Option<usize> {
     if let Some((vm, e)) = env {
         VM.store(vm, Ordering::Relaxed);
         ENV.store(e, Ordering::Relaxed);
-        read_code_bounds();
+        fingerprint::read_code_bounds();
     }
     STATE.store(next, Ordering::Release);
     env.map(|(_, e)| e)

@@ -19,7 +19,8 @@
 //! return addresses; the third and fourth, read only for paths the CFI
 //! walk found, the unwind rules at those addresses and where a repeat of
 //! the path finds them on the stack. The second remembered path follows
-//! (read when the thread alternates paths), then this thread's stdio run.
+//! (read when the thread alternates paths), then this thread's stdio run
+//! and its draw for verifying Java repeats.
 
 use std::cell::Cell;
 
@@ -124,6 +125,11 @@ pub struct Thread {
     pub stdio_sent: Cell<u64>,
     /// The descriptor of `stdio_fp` when the run's last call was made.
     pub stdio_fd: Cell<i32>,
+    /// A xorshift state (0: not seeded yet) that picks which of this
+    /// thread's trusted Java repeats are verified (`java::direct_jvm`):
+    /// random, so that no call path a thread alternates with others is
+    /// always the one skipped; per thread, so that no cache line is shared.
+    pub java_rng: Cell<u32>,
 }
 
 // thread.c's `pcstream_thread_state` has exactly this size.
