@@ -302,10 +302,10 @@ fn native_up(
 
 /// Stack words a memo compares at most; a scan that read more is not
 /// remembered (its thread scans every write, as without the memo).
-const MEMO_WORDS: usize = 64;
+const MEMO_WORDS: usize = 128;
 /// Memo slots, process-wide, picked by thread and first Java frame: a
 /// thread alternating call paths through different innermost Java frames
-/// keeps a memo of each. 256 × 800 bytes of zero pages that only a JVM
+/// keeps a memo of each. 256 × 1,568 bytes of zero pages that only a JVM
 /// touches.
 const MEMO_SLOTS: usize = 256;
 
