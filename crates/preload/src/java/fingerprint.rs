@@ -365,7 +365,10 @@ impl Reads {
 /// slot overwrite each other's memo without a lock on the read side.
 struct Memo {
     seq: AtomicU32,
+    /// Words noted; the first `same` must hold their value, the others
+    /// fail their test again.
     n: AtomicU32,
+    same: AtomicU32,
     hi: AtomicUsize,
     start: AtomicUsize,
     fp: AtomicU64,
@@ -377,6 +380,7 @@ struct Memo {
 const EMPTY_MEMO: Memo = Memo {
     seq: AtomicU32::new(0),
     n: AtomicU32::new(0),
+    same: AtomicU32::new(0),
     hi: ZERO_USIZE,
     start: ZERO_USIZE,
     fp: ZERO_U64,
@@ -406,17 +410,26 @@ impl Memo {
             return None;
         }
         let n = self.n.load(Ordering::Relaxed) as usize;
-        if n == 0 || n > MEMO_WORDS {
+        let same = self.same.load(Ordering::Relaxed) as usize;
+        if n == 0 || n > MEMO_WORDS || same > n {
             return None;
         }
-        for (at, val) in self.at[..n].iter().zip(&self.val[..n]) {
+        // The words that must be the same first (most of them), in a loop
+        // of their own: one load and compare each.
+        for (at, val) in self.at[..same].iter().zip(&self.val[..same]) {
+            let w = *words.get(at.load(Ordering::Relaxed) as usize)?;
+            if w != val.load(Ordering::Relaxed) {
+                return None;
+            }
+        }
+        for at in &self.at[same..n] {
             let at = at.load(Ordering::Relaxed);
             let i = (at & 0xffff) as usize;
             let w = *words.get(i)?;
-            let holds = match at & !0xffff {
-                SAME => w == val.load(Ordering::Relaxed),
-                NOT_A_FRAME => not_a_frame(w, start, i + 2, words.len()),
-                _ => !b.code(w),
+            let holds = if at & !0xffff == NOT_A_FRAME {
+                not_a_frame(w, start, i + 2, words.len())
+            } else {
+                !b.code(w)
             };
             if !holds {
                 return None;
@@ -453,11 +466,18 @@ impl Memo {
         self.hi.store(hi, Ordering::Relaxed);
         self.start.store(start, Ordering::Relaxed);
         self.fp.store(fp, Ordering::Relaxed);
-        for (k, &at) in reads.at[..reads.n].iter().enumerate() {
-            self.at[k].store(at, Ordering::Relaxed);
-            self.val[k].store(words[(at & 0xffff) as usize], Ordering::Relaxed);
+        // The words that must be the same first, then the tests.
+        let reads = &reads.at[..reads.n];
+        let same = reads.iter().filter(|&&at| at & !0xffff == SAME);
+        let tests = reads.iter().filter(|&&at| at & !0xffff != SAME);
+        let mut n = 0;
+        for &at in same.clone().chain(tests) {
+            self.at[n].store(at, Ordering::Relaxed);
+            self.val[n].store(words[(at & 0xffff) as usize], Ordering::Relaxed);
+            n += 1;
         }
-        self.n.store(reads.n as u32, Ordering::Relaxed);
+        self.same.store(same.count() as u32, Ordering::Relaxed);
+        self.n.store(n as u32, Ordering::Relaxed);
         self.seq.store(seq.wrapping_add(2), Ordering::Release);
     }
 }
