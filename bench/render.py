@@ -604,8 +604,9 @@ def main() -> int:
     if "lucene" in names:
         w("lucene is a Java storage engine (Debian's Lucene 4.10, driven by `bench/java/LuceneChurn.java`, seeded): "
           "segment flushes (NRT refreshes), merges, commits and an Elasticsearch-like translog, every byte written "
-          "with `write`/`pwrite` through the JVM's native file bindings; its device is ≈ 1.3× the index's peak "
-          "(the last commit's segments are kept until the next commit). Writes through `mmap` (a mapped file "
+          "with `write`/`pwrite` through the JVM's native file bindings; its device is sized as an Elasticsearch "
+          "node runs its disk, up to its disk watermarks (85% / 90%): the index's peak of live data (the last "
+          "commit's segments are kept until the next commit) ≈ 87.5% of the device. Writes through `mmap` (a mapped file "
           "stored to, then `msync`ed or written back) never pass through the shim: an engine that writes that way "
           "(Cassandra's default commit log, leveldb-java by default, Lucene's own `MMapDirectory` only reads "
           "through mappings) reaches the device unsigned, so it cannot be placed by call path.\n")

@@ -101,7 +101,9 @@ sqlite_wal() {
 # MAX_SEGMENT_MB 5120 is Lucene's and Elasticsearch's default max merged
 # segment (5 GB: uncapped here, merges grow segments tier by tier).
 # `full`: a ≈ 200 MB index, ≈ 400 MB on disk at its peak, 3.4 GB written by
-# the JVM, 2.3 GiB of it reaching the 512 MiB device (bench/README.md);
+# the JVM, ≈ 2.3 GiB of it reaching the device, 464 MiB: the peak of live
+# data ≈ 87.5% of it, between Elasticsearch's disk watermarks (run.sh's
+# device_size, bench/README.md);
 # `paper` is five times the documents and operations.
 lucene() {
   local cp
