@@ -197,7 +197,10 @@ device_size() {
   # since 2026-11-28) that peak is 104.2k pages (407 MiB) at `full`,
   # measured on 512M 2026-11-28/29 (79% of it: the device barely aged,
   # baseline GC 2-4% of host pages, bench/README.md); 407 MiB / 0.875 =
-  # 465 MiB, so 464M (87.7%). `paper` 2560M is not sized by this rule yet:
+  # 465 MiB, so 464M (87.7%); measured 2026-11-29: peak live 86.5-87.7%,
+  # and the device still barely ages (baseline GC 2.6-2.7% of host pages:
+  # ext4 reuses whole files' extents, bench/README.md, docs/results.md).
+  # `paper` 2560M is not sized by this rule yet:
   # its uncapped peak is not measured (the 64 MiB cap's was 1.58 GiB on 2G).
   # sqlite-wal: its database and WAL, reused in place, are nearly all the
   # device holds: 42M at `full` (12 warehouses: footprint 32.5 MiB, 77%,
