@@ -203,6 +203,12 @@ fn quantile_centroids(pts: &[(f64, f64)], k: usize) -> Vec<f64> {
     out
 }
 
+/// Every point to its nearest of `centroids`, then the clusters' weighted
+/// means (one nearest-centroid step; empty clusters dropped).
+pub(crate) fn reassign(pts: &[(f64, f64)], centroids: &[f64]) -> Clustering {
+    finish(pts, centroids)
+}
+
 /// Assigns points to the nearest seed, recomputes weighted centroids, drops
 /// empty clusters and orders them ascending.
 fn finish(pts: &[(f64, f64)], seeds: &[f64]) -> Clustering {

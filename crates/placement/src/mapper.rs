@@ -63,7 +63,7 @@ pub use crate::kmeans::{cluster_1d, cluster_1d_exact};
 use crate::lifetime::LifetimeManager;
 use crate::placement::StreamId;
 pub use crate::stream_ids::Clustering;
-use crate::stream_ids::{merge_close, order_preserving_ids};
+use crate::stream_ids::{merge_close, merge_close_nearest, order_preserving_ids};
 use std::collections::HashMap;
 
 /// Share of its cluster's weight the stream-0 key must carry for that
@@ -114,6 +114,13 @@ pub struct MapperConfig {
     /// from being apart, and each stream's blocks fill more slowly. 0 =
     /// every cluster its own stream (the paper). Default 1.
     pub min_gap_log2: f64,
+    /// After `min_gap_log2` merged clusters, give every signature the
+    /// nearest of the merged centroids (one nearest-centroid step), so the
+    /// members of a cluster that lay between two others split between
+    /// them by their own lifetimes instead of all joining the lower one
+    /// (the merge runs left to right). false: the merged clusters as they
+    /// are (before 2026-11-29). Default true.
+    pub min_gap_reassign: bool,
     /// Number a re-clustering's clusters so that as much weight as
     /// possible keeps its stream, in centroid order
     /// ([`crate::stream_ids`]); false numbers them by rank (the paper).
@@ -141,6 +148,7 @@ impl Default for MapperConfig {
             erase_unit_pages: 0,
             hysteresis_log2: 0.0,
             min_gap_log2: 1.0,
+            min_gap_reassign: true,
             stable_ids: true,
             place_new_keys: true,
         }
@@ -442,7 +450,11 @@ impl Mapper {
     fn cluster(&self, feats: &[Feature]) -> (Vec<f64>, Vec<Option<usize>>) {
         let run = |pts: &[(f64, f64)], k: usize| {
             let c = cluster_1d(pts, k, self.cfg.seed, self.cfg.replicas, self.cfg.n_runs);
-            merge_close(c, pts, self.cfg.min_gap_log2)
+            if self.cfg.min_gap_reassign {
+                merge_close_nearest(c, pts, self.cfg.min_gap_log2)
+            } else {
+                merge_close(c, pts, self.cfg.min_gap_log2)
+            }
         };
         let pts: Vec<(f64, f64)> = feats.iter().map(|f| (f.log2_lifetime, f.weight)).collect();
         let zero = self

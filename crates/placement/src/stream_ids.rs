@@ -63,6 +63,24 @@ pub(crate) fn merge_close(c: Clustering, pts: &[(f64, f64)], gap: f64) -> Cluste
     Clustering { centroids, labels }
 }
 
+/// [`merge_close`], then every point to the nearest merged centroid and
+/// the centroids recomputed (one nearest-centroid step). The merge runs
+/// left to right and keeps the finer clustering's boundaries: a cluster
+/// lying between two others, closer than `gap` to the lower one, goes to
+/// it whole, its upper members too, though they lie nearer the upper
+/// cluster (fio-skew with internal streams, docs/placement-log.md). The
+/// step gives those members to the upper one. Without a merge, `c` as it
+/// is.
+pub(crate) fn merge_close_nearest(c: Clustering, pts: &[(f64, f64)], gap: f64) -> Clustering {
+    let n = c.centroids.len();
+    let m = merge_close(c, pts, gap);
+    if m.centroids.len() < n {
+        crate::kmeans::reassign(pts, &m.centroids)
+    } else {
+        m
+    }
+}
+
 /// Stream ids (`1..=streams`, strictly increasing) for `clusters` clusters
 /// ordered by centroid, given `kept[i][j]`: the weight of cluster `i`'s
 /// members that were in stream `j + 1` before (`kept` has one row per
@@ -132,6 +150,34 @@ mod tests {
         assert!((m.centroids[0] - 4.2).abs() < 1e-9, "{:?}", m.centroids);
         assert_eq!(m.centroids[1..], [10.0, 20.0]);
         assert_eq!(merge_close(c.clone(), &pts, 0.0), c);
+    }
+
+    /// fio-skew's keys at a re-clustering with 8 data streams (log2
+    /// lifetime, thousands of pages written): k-means put the warm job's
+    /// key (16.57) alone, a mixed key and a cold one (17.08, 17.50) in a
+    /// cluster between it and the cold keys (17.88, 18.07). Merged whole,
+    /// the cold key 17.50 joins the warm one; with the nearest-centroid
+    /// step it joins the cold keys, and the mixed key stays below.
+    #[test]
+    fn a_merged_middle_cluster_splits_by_nearest_centroid() {
+        let pts = [
+            (16.57, 307.0),
+            (17.08, 157.0),
+            (17.50, 93.0),
+            (17.88, 61.0),
+            (18.07, 114.0),
+        ];
+        let c = Clustering {
+            centroids: vec![16.57, 17.23, 18.0],
+            labels: vec![0, 1, 1, 2, 2],
+        };
+        let m = merge_close(c.clone(), &pts, 1.0);
+        assert_eq!(m.labels, vec![0, 0, 0, 1, 1]);
+        let n = merge_close_nearest(c.clone(), &pts, 1.0);
+        assert_eq!(n.labels, vec![0, 0, 1, 1, 1]);
+        assert!(n.centroids[1] - n.centroids[0] > 1.0, "{:?}", n.centroids);
+        // No merge: the same clusters.
+        assert_eq!(merge_close_nearest(c.clone(), &pts, 0.5).labels, c.labels);
     }
 
     #[test]
