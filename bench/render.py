@@ -21,6 +21,7 @@ import datetime
 import json
 import os
 import platform
+import shlex
 import subprocess
 import sys
 
@@ -519,6 +520,10 @@ def main() -> int:
     held = [n for n in all_names if n in HELDOUT]
     names = [n for n in all_names if n not in HELDOUT]
     res_dir = os.path.dirname(os.path.abspath(a.results))
+    # The commit of the checkout that replayed (this script's and run.sh's), not
+    # of wherever the results go: an --out outside the repository gave a blank.
+    code_dir = shlex.quote(os.path.dirname(os.path.abspath(__file__)))
+    code_rev = sh(f"git -C {code_dir} rev-parse --short HEAD") or "?"
     svg_rel = os.path.relpath(os.path.abspath(a.svg), res_dir)
     L = []
     w = L.append
@@ -532,7 +537,7 @@ def main() -> int:
     h2_ver = sh("dpkg-query -W -f='${Version}' libh2-java") or "?"
     mem = sh("awk '/MemTotal/ {printf \"%.1f GiB\", $2/1048576}' /proc/meminfo")
     w(f"- date: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC; scale: `{a.scale}`; "
-      f"{a.repeats} recording(s) per workload; git `{sh('git -C ' + res_dir + ' rev-parse --short HEAD')}`")
+      f"{a.repeats} recording(s) per workload; git `{code_rev}`")
     w(f"- machine: {platform.machine()}, {sh('nproc')} CPUs ({cpu}), {mem}, Linux {platform.release()}")
     w(f"- tools: {sh(a.ctl + ' --version')}; db_bench (RocksDB {rocks_ver}); "
       f"{sh('gcc --version | head -1')}; sqlite3 {sh('sqlite3 --version').split(' ')[0]}; {sh('make --version | head -1')}"
