@@ -26,10 +26,7 @@ use libc::c_char;
 use pcstream_placement::signature::mix64;
 use std::sync::atomic::{fence, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
-#[allow(clippy::declare_interior_mutable_const)]
-const ZERO_USIZE: AtomicUsize = AtomicUsize::new(0);
-#[allow(clippy::declare_interior_mutable_const)]
-const ZERO_U64: AtomicU64 = AtomicU64::new(0);
+use super::{ZERO_ID as ZERO_USIZE, ZERO_KEY as ZERO_U64};
 
 /// The JVM's code cache `[lo, hi)`, its interpreter `[lo, hi)` and the
 /// call stub's return address (where Java frames begin), from
@@ -104,13 +101,12 @@ pub(super) unsafe fn fingerprint(t: &Thread, table: &Table, rec: *const usize) -
     if code_lo == 0 {
         return None;
     }
+    let int_lo = CODE[2].load(Ordering::Relaxed);
     let b = Bounds {
         code_lo,
         code_len: CODE[1].load(Ordering::Relaxed).wrapping_sub(code_lo),
-        int_lo: CODE[2].load(Ordering::Relaxed),
-        int_len: CODE[3]
-            .load(Ordering::Relaxed)
-            .wrapping_sub(CODE[2].load(Ordering::Relaxed)),
+        int_lo,
+        int_len: CODE[3].load(Ordering::Relaxed).wrapping_sub(int_lo),
         call_stub: CODE[4].load(Ordering::Relaxed),
     };
     let rec = rec as usize;
