@@ -209,10 +209,11 @@ pub fn rw_hint(p: &Path) -> u64 {
 
 /// Makes a FIFO at `p` (mode 0600).
 pub fn mkfifo(p: &Path) {
-    let c = std::ffi::CString::new(p.as_os_str().as_encoded_bytes()).unwrap();
-    // SAFETY: a NUL-terminated path.
-    let rc = unsafe { libc::mkfifo(c.as_ptr(), 0o600) };
-    assert_eq!(rc, 0, "mkfifo {}", p.display());
+    nix::unistd::mkfifo(
+        p,
+        nix::sys::stat::Mode::S_IRUSR | nix::sys::stat::Mode::S_IWUSR,
+    )
+    .unwrap_or_else(|e| panic!("mkfifo {}: {e}", p.display()));
 }
 
 /// Runs `cmd` (stdin empty, stdout and stderr captured) and returns its

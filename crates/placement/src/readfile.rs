@@ -51,9 +51,11 @@ mod tests {
         let e = read_bounded(Path::new("/dev/zero"), 1 << 20).unwrap_err();
         assert_eq!(e.to_string(), "not a regular file");
         let fifo = dir.path().join("fifo");
-        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
-        // SAFETY: a NUL-terminated path.
-        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        nix::unistd::mkfifo(
+            &fifo,
+            nix::sys::stat::Mode::S_IRUSR | nix::sys::stat::Mode::S_IWUSR,
+        )
+        .unwrap();
         let e = read_bounded(&fifo, 1 << 20).unwrap_err();
         assert_eq!(e.to_string(), "not a regular file");
         std::fs::File::create(&f).unwrap().set_len(3 << 20).unwrap();
