@@ -519,9 +519,10 @@ fn contexts_text(rows: &[serde_json::Value]) -> String {
             r["signature"].as_str().unwrap_or(""),
             uid,
             r["domain"].as_str().unwrap_or("hints"),
-            r["stream"],
+            // `Value`'s Display ignores width: format the numbers themselves.
+            r["stream"].to_string(),
             human_bytes(r["bytes_written"].as_f64().unwrap_or(0.0)),
-            r["deaths"],
+            r["deaths"].to_string(),
             life,
             progs.join(",")
         ));
@@ -615,6 +616,26 @@ fn streams_text(r: &wire::StreamsReply) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn contexts_columns_line_up_under_their_headers() {
+        let row = serde_json::json!({
+            "signature": "e1c7514f08ad65a3", "uid": 0, "domain": "hints", "stream": 4,
+            "bytes_written": 20.0 * 1048576.0, "deaths": 28,
+            "lifetime_estimate_bytes": 12.0 * 1048576.0, "frames": [],
+        });
+        let text = contexts_text(&[row]);
+        let mut lines = text.lines();
+        let (head, line) = (lines.next().unwrap(), lines.next().unwrap());
+        // Each right-aligned number ends where its header ends.
+        for (h, v) in [("STREAM", " 4 "), ("DEATHS", " 28 ")] {
+            let end = head.find(h).unwrap() + h.len();
+            let at = line
+                .find(v)
+                .unwrap_or_else(|| panic!("{v:?} not in {line:?}"));
+            assert_eq!(at + v.len() - 1, end, "{h} in\n{head}\n{line}");
+        }
+    }
 
     #[test]
     fn a_broken_connection_is_said_so_and_the_daemons_answers_are_kept() {

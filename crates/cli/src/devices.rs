@@ -208,13 +208,22 @@ pub fn print(l: &Listing) {
         );
     }
     println!();
+    // Mount points run long (a loop device's scratch mount): the column
+    // takes the longest one's width.
+    let mw = l
+        .file_systems
+        .iter()
+        .map(|f| f.mount_point.chars().count())
+        .max()
+        .unwrap_or(0)
+        .max(24);
     println!(
-        "{:<24} {:<6} {:<14} {:<11} {:>7}  WHY",
+        "{:<mw$} {:<6} {:<14} {:<11} {:>7}  WHY",
         "MOUNT", "TYPE", "DISKS", "PATH", "CLASSES"
     );
     for f in &l.file_systems {
         println!(
-            "{:<24} {:<6} {:<14} {:<11} {:>7}  {}",
+            "{:<mw$} {:<6} {:<14} {:<11} {:>7}  {}",
             f.mount_point,
             f.fs_type,
             f.delivery.disks.join(","),
