@@ -206,8 +206,9 @@ pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
     let policy_config = match &args.policy_config {
         None => PolicyConfig::default(),
         Some(p) => {
-            let text =
-                std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
+            // Bounded: a FIFO or /dev/zero named by mistake is refused.
+            let text = pcstream_placement::readfile::read_bounded_text(p, 1 << 20)
+                .with_context(|| format!("reading {}", p.display()))?;
             serde_json::from_str(&text)
                 .with_context(|| format!("{}: not a policy config", p.display()))?
         }

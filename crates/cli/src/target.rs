@@ -63,8 +63,17 @@ pub struct TargetArgs {
 
 /// Reads a device configuration from TOML.
 pub fn load_config(path: &std::path::Path) -> anyhow::Result<DeviceConfig> {
-    let text = std::fs::read_to_string(path).with_context(|| format!("{}", path.display()))?;
-    toml::from_str(&text).map_err(|e| anyhow::anyhow!("{}: {}", path.display(), e.message()))
+    let text = pcstream_placement::readfile::read_bounded_text(path, 1 << 20)
+        .with_context(|| format!("{}", path.display()))?;
+    toml::from_str(&text).map_err(|e| {
+        let p = path.display().to_string();
+        anyhow::anyhow!(pcstream_placement::readfile::toml_error(
+            &p,
+            &text,
+            e.message(),
+            e.span()
+        ))
+    })
 }
 
 /// Parses `4G`, `512M`, `1048576`.

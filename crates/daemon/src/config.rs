@@ -150,12 +150,11 @@ pub enum DaemonConfigError {
         source: std::io::Error,
     },
     /// The TOML is invalid or has an unknown key.
-    #[error("{path}: {msg}")]
+    #[error("{what}")]
     Parse {
-        /// The file.
-        path: String,
-        /// toml's message (names the key).
-        msg: String,
+        /// The file, the line and toml's message
+        /// ([`pcstream_placement::readfile::toml_error`]).
+        what: String,
     },
     /// A value is out of range.
     #[error("{path}: {key} = {value}: {why}")]
@@ -175,8 +174,7 @@ impl Config {
     /// Parses TOML text (`path` names it in errors) and checks the values.
     pub fn parse(text: &str, path: &str) -> Result<Config, DaemonConfigError> {
         let c: Config = toml::from_str(text).map_err(|e| DaemonConfigError::Parse {
-            path: path.into(),
-            msg: e.message().to_string(),
+            what: pcstream_placement::readfile::toml_error(path, text, e.message(), e.span()),
         })?;
         c.check(path)?;
         Ok(c)
@@ -377,7 +375,19 @@ mod tests {
         let e = Config::parse("stremas = 3\n", "f.toml")
             .unwrap_err()
             .to_string();
-        assert!(e.starts_with("f.toml: ") && e.contains("stremas"), "{e}");
+        assert!(e.starts_with("f.toml:1: ") && e.contains("stremas"), "{e}");
+        // A type error names its line and key.
+        let e = Config::parse("# c\nstreams = \"x\"\n", "f.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("f.toml:2: ") && e.contains("(`streams = \"x\"`)"),
+            "{e}"
+        );
+        let e = Config::parse("streams = 4\n[mapper\n", "f.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("f.toml:2: ") && !e.contains('\n'), "{e}");
         let e = Config::parse("[mapper]\nseed = 1\n", "f.toml")
             .unwrap_err()
             .to_string();

@@ -38,9 +38,55 @@ pub fn read_bounded_text(path: &Path, max: u64) -> std::io::Result<String> {
         .map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidData, "not UTF-8 text"))
 }
 
+/// Where byte offset `at` of `text` is, to point a parse error at it:
+/// the 1-based line number and that line, trimmed and cut to 80
+/// characters (a type error's message names no key; its line does).
+pub fn line_at(text: &str, at: usize) -> (usize, String) {
+    let at = at.min(text.len());
+    let before = &text.as_bytes()[..at];
+    let line = before.iter().filter(|&&b| b == b'\n').count() + 1;
+    let start = before
+        .iter()
+        .rposition(|&b| b == b'\n')
+        .map_or(0, |i| i + 1);
+    let shown = text[start..].lines().next().unwrap_or("").trim();
+    (line, shown.chars().take(80).collect())
+}
+
+/// A TOML parse error as one line: `PATH:LINE: message (`the line`)`.
+pub fn toml_error(
+    path: &str,
+    text: &str,
+    message: &str,
+    span: Option<std::ops::Range<usize>>,
+) -> String {
+    // toml's syntax messages run over two lines.
+    let m = message.trim().replace('\n', "; ");
+    match span {
+        Some(s) => {
+            let (line, shown) = line_at(text, s.start);
+            format!("{path}:{line}: {m} (`{shown}`)")
+        }
+        None => format!("{path}: {m}"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_parse_error_points_at_its_line() {
+        let text = "# c\nstreams = \"x\"\n";
+        assert_eq!(line_at(text, 14), (2, "streams = \"x\"".to_string()));
+        assert_eq!(line_at(text, 0), (1, "# c".to_string()));
+        assert_eq!(line_at(text, 999).0, 3);
+        assert_eq!(
+            toml_error("f", text, "bad\nvalue", Some(14..17)),
+            "f:2: bad; value (`streams = \"x\"`)"
+        );
+        assert_eq!(toml_error("f", text, "bad", None), "f: bad");
+    }
 
     #[test]
     fn only_small_regular_files_are_read() {
