@@ -297,7 +297,7 @@ pub fn run(args: SimArgs) -> anyhow::Result<ExitCode> {
 fn simulate(args: &SimArgs) -> anyhow::Result<(Config, RunInfo, Stats)> {
     let cfg = args.config();
     cfg.validate().context("invalid device configuration")?;
-    if let Some(avail) = mem_available() {
+    if let Some(avail) = nvme_target::memory::meminfo("MemAvailable") {
         let need = cfg.memory_bytes();
         if need > avail {
             bail!(
@@ -457,14 +457,6 @@ fn simulate(args: &SimArgs) -> anyhow::Result<(Config, RunInfo, Stats)> {
     info.flash_pages_per_s = rate(info.wall_seconds);
     info.flash_pages_per_cpu_s = rate(info.cpu_seconds);
     Ok((cfg, info, stats))
-}
-
-/// `MemAvailable` from /proc/meminfo, bytes (None where unknown).
-fn mem_available() -> Option<u64> {
-    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
-    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
-    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kib * 1024)
 }
 
 /// CPU time of the calling thread, seconds (0 if the clock is unavailable).

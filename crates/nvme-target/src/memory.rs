@@ -82,8 +82,15 @@ impl Estimate {
 
 /// The machine's memory in bytes (MemTotal in /proc/meminfo), if known.
 pub fn mem_total() -> Option<u64> {
+    meminfo("MemTotal")
+}
+
+/// A /proc/meminfo field (`MemTotal`, `MemAvailable`, …) in bytes, if known.
+pub fn meminfo(field: &str) -> Option<u64> {
     let text = std::fs::read_to_string("/proc/meminfo").ok()?;
-    let line = text.lines().find(|l| l.starts_with("MemTotal:"))?;
+    let line = text
+        .lines()
+        .find(|l| l.strip_prefix(field).is_some_and(|r| r.starts_with(':')))?;
     let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
     kib.checked_mul(1024)
 }
@@ -101,6 +108,16 @@ fn size(b: u64) -> String {
 mod tests {
     use super::*;
     use crate::device::DeviceConfig;
+
+    #[test]
+    fn meminfo_reads_whole_field_names() {
+        let total = meminfo("MemTotal").expect("MemTotal in /proc/meminfo");
+        let avail = meminfo("MemAvailable").expect("MemAvailable in /proc/meminfo");
+        assert!(total >= 64 << 20 && avail <= total, "{total} {avail}");
+        // A prefix of a field is not that field.
+        assert_eq!(meminfo("MemTot"), None);
+        assert_eq!(meminfo("NoSuchField"), None);
+    }
 
     #[test]
     fn the_estimate_follows_the_measured_bytes_per_page() {
