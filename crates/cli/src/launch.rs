@@ -102,9 +102,10 @@ pub fn run_child_in(
     }
     let guard = Forwarding::install()?;
     PENDING.store(0, Ordering::SeqCst);
-    let mut child = cmd
-        .spawn()
-        .with_context(|| format!("cannot run {}", program.to_string_lossy()))?;
+    let mut child = cmd.spawn().map_err(|source| SpawnError {
+        program: program.to_string_lossy().into_owned(),
+        source,
+    })?;
     let pid = child.id() as i32;
     CHILD.store(pid, Ordering::SeqCst);
     let pending = PENDING.swap(0, Ordering::SeqCst);
@@ -117,6 +118,29 @@ pub fn run_child_in(
         .with_context(|| format!("waiting for {}", program.to_string_lossy()))?;
     drop(guard);
     Ok(status)
+}
+
+/// The command could not be started. `pcstreamctl run` and `record` then
+/// exit as env(1) and the shells do: 127 when it was not found, 126 when
+/// it was found but could not be run.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot run {program}: {source}")]
+pub struct SpawnError {
+    /// The command as given.
+    pub program: String,
+    /// Why `execve` refused it.
+    pub source: std::io::Error,
+}
+
+impl SpawnError {
+    /// 127 (not found) or 126 (found, not runnable).
+    pub fn exit_code(&self) -> u8 {
+        if self.source.kind() == std::io::ErrorKind::NotFound {
+            127
+        } else {
+            126
+        }
+    }
 }
 
 /// Shell-style exit code for a child's status: its code, or 128 + signal.
@@ -138,6 +162,25 @@ pub fn exit_code(status: ExitStatus) -> ExitCode {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_command_that_cannot_start_exits_as_with_env() {
+        let code = |argv: &[&str]| {
+            let argv: Vec<OsString> = argv.iter().map(OsString::from).collect();
+            let e = run_child(&argv, &[]).unwrap_err();
+            e.downcast_ref::<SpawnError>()
+                .unwrap_or_else(|| panic!("not a SpawnError: {e:#}"))
+                .exit_code()
+        };
+        assert_eq!(code(&["/nonexistent/prog"]), 127);
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("not-executable");
+        std::fs::write(&f, "#!/bin/sh\n").unwrap();
+        assert_eq!(code(&[f.to_str().unwrap()]), 126);
+        // One that starts returns its own status.
+        let st = run_child(&["false".into()], &[]).unwrap();
+        assert_eq!(exit_code_of(st), 1);
+    }
 
     fn sh(script: &str) -> Vec<OsString> {
         vec!["sh".into(), "-c".into(), script.into()]

@@ -82,7 +82,11 @@ fn main() -> std::process::ExitCode {
         Ok(code) => code,
         Err(e) => {
             eprintln!("pcstreamctl: error: {}", error_line(&e));
-            std::process::ExitCode::from(1)
+            // A command that could not be started exits as with env(1).
+            let code = e
+                .downcast_ref::<launch::SpawnError>()
+                .map_or(1, launch::SpawnError::exit_code);
+            std::process::ExitCode::from(code)
         }
     }
 }
