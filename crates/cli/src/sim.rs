@@ -22,6 +22,8 @@ pcstreamctl sim --streams 1 --synthetic uniform --prefill 1 --warmup 6000000 --w
 pcstreamctl sim --streams 3 --synthetic hotcold:0.2/0.8:seq --prefill 1 --warmup 15000000 --writes 6000000\n  \
 pcstreamctl sim --streams 1 --synthetic hotcold:0.2/0.8:seq --prefill 1 --warmup 15000000 --writes 6000000\n  \
 pcstreamctl sim --trace wdev_0.csv --format msr --wrap --internal-streams --timing --json")]
+// One workload: a synthetic pattern or a trace (the error names both).
+#[command(group(clap::ArgGroup::new("workload").required(true).args(["synthetic", "trace"])))]
 pub struct SimArgs {
     /// Channels.
     #[arg(long, default_value_t = paper::CHANNELS, help_heading = "Geometry")]
@@ -85,13 +87,7 @@ pub struct SimArgs {
     pub prefill: Option<f64>,
     /// Synthetic workload: uniform, hotcold:H/C[:seq] (fraction H of the
     /// space gets fraction C of the writes), zipf:S, seq.
-    #[arg(
-        long,
-        value_name = "PATTERN",
-        conflicts_with = "trace",
-        required_unless_present = "trace",
-        help_heading = "Workload"
-    )]
+    #[arg(long, value_name = "PATTERN", help_heading = "Workload")]
     pub synthetic: Option<Pattern>,
     /// Page writes to measure (synthetic; default: one logical space).
     #[arg(
@@ -714,8 +710,20 @@ mod tests {
     #[test]
     fn bad_options_are_errors() {
         assert!(Cli::try_parse_from(["sim", "--synthetic", "zipf"]).is_err());
-        assert!(Cli::try_parse_from(["sim"]).is_err());
+        // Without a workload, the error names both kinds.
+        let e = Cli::try_parse_from(["sim"]).unwrap_err().to_string();
+        assert!(e.contains("--synthetic") && e.contains("--trace"), "{e}");
         assert!(Cli::try_parse_from(["sim", "--trace", "x"]).is_err());
+        assert!(Cli::try_parse_from([
+            "sim",
+            "--synthetic",
+            "seq",
+            "--trace",
+            "x",
+            "--format",
+            "msr"
+        ])
+        .is_err());
         let e = simulate(&args(&["--op", "0", "--synthetic", "seq"])).unwrap_err();
         assert!(format!("{e:#}").contains("spare blocks"), "{e:#}");
         let e = simulate(&args(&["--prefill", "2", "--synthetic", "seq"])).unwrap_err();
