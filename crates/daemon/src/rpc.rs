@@ -359,7 +359,8 @@ impl proto::pc_stream_server::PcStream for Service {
         let n = inner.engine.config().streams;
         if let Some((sig, s)) = r.signature_to_stream.iter().find(|(_, &s)| s >= n) {
             return Err(self.reject(Status::invalid_argument(format!(
-                "stream {s} for signature {sig:016x} is out of range (streams 0..{n})"
+                "stream {s} for signature {sig:016x} is out of range: the streams are 0 to {}",
+                n.saturating_sub(1)
             ))));
         }
         let key = inner.engine.key_of(r.uid);
