@@ -98,6 +98,7 @@ struct Live {
 #[derive(Debug, Default)]
 struct SigStats {
     bytes: u64,
+    /// Write calls (a coalesced event counts as the calls it stands for).
     writes: u64,
     calls: BTreeMap<&'static str, u64>,
     streams: BTreeMap<u32, u64>,
@@ -174,9 +175,11 @@ impl Stats {
                 let l = life.life;
                 let s = self.sigs.entry(w.signature).or_default();
                 s.bytes += w.len;
-                s.writes += 1;
-                // One event may stand for several coalesced calls (0: 1).
-                *s.calls.entry(call_name(w.call)).or_default() += u64::from(w.calls.max(1));
+                // One event may stand for several coalesced calls (0: 1):
+                // writes are counted as the application made them.
+                let calls = u64::from(w.calls.max(1));
+                s.writes += calls;
+                *s.calls.entry(call_name(w.call)).or_default() += calls;
                 *s.streams.entry(w.stream).or_default() += w.len;
                 *s.inode_hints.entry(u64::from(w.hint)).or_default() += w.len;
                 s.files.insert(l);
@@ -283,6 +286,7 @@ pub struct FileReport {
 pub struct SigReport {
     pub signature: String,
     pub bytes: u64,
+    /// Write calls, as the application made them (the sum of `calls`).
     pub writes: u64,
     pub calls: BTreeMap<&'static str, u64>,
     /// Distinct files (inode lifetimes) written.
@@ -311,6 +315,7 @@ pub struct Report {
     pub processes: usize,
     pub events: u64,
     pub duration_ns: u64,
+    /// Write calls over every signature.
     pub writes: u64,
     pub bytes_written: u64,
     pub signatures: usize,
@@ -616,7 +621,14 @@ mod tests {
             ),
             e(2, open(10, "/db/000001.log")),
             e(3, w(10, 0, 100, 0xaa)),
-            e(4, w(10, 100, 100, 0xaa)),
+            // Four sequential 25-byte calls the shim coalesced into one event.
+            e(
+                4,
+                match w(10, 100, 100, 0xaa) {
+                    Kind::Write(x) => Kind::Write(wire::WriteEvent { calls: 4, ..x }),
+                    _ => unreachable!(),
+                },
+            ),
             e(5, open(11, "/db/000002.sst")),
             e(
                 6,
@@ -666,10 +678,12 @@ mod tests {
         assert_eq!(sst.app_hints.get("MEDIUM"), Some(&1));
         assert_eq!(sst.programs, ["db_bench"]);
         let wal = &r.rows[1];
-        assert_eq!(wal.writes, 3);
+        // Calls as the application made them: 1 + 4 coalesced + 1.
+        assert_eq!(wal.writes, 6);
+        assert_eq!(r.writes, 7);
         assert_eq!(wal.files, 2, "the reused inode is a new file");
         assert_eq!(wal.invalidated.get("unlink"), Some(&200));
-        assert_eq!(wal.calls.get("pwrite"), Some(&3));
+        assert_eq!(wal.calls.get("pwrite"), Some(&6));
         let names: Vec<&str> = wal.file_list.iter().map(|f| f.paths[0].as_str()).collect();
         assert_eq!(names, ["/db/000001.log", "/db/000003.log"]);
         // 50 of the 250 unlinked bytes were never written in the trace.

@@ -89,7 +89,8 @@ pub struct MergeSummary {
     pub pids: usize,
     /// Events written to the merged trace.
     pub events: u64,
-    /// Write events and their total length in bytes.
+    /// Write calls (as the application made them: a coalesced event
+    /// counts as the calls it stands for).
     pub writes: u64,
     /// Bytes written by the traced processes.
     pub bytes_written: u64,
@@ -369,7 +370,8 @@ impl<W: io::Write> Out<W> {
                 return Ok(());
             }
             Some(Kind::Write(w)) => {
-                self.summary.writes += 1;
+                // A coalesced event counts as the calls it stands for.
+                self.summary.writes += u64::from(w.calls.max(1));
                 self.summary.bytes_written += w.len;
                 if w.signature != 0 {
                     self.write_sigs.insert(w.signature);
@@ -594,6 +596,26 @@ mod tests {
             }
         }
         (s, out)
+    }
+
+    #[test]
+    fn the_summary_counts_write_calls_not_events() {
+        let d = tempfile::tempdir().unwrap();
+        let coalesced = Kind::Write(wire::WriteEvent {
+            file: Some(wire::FileId { dev: 1, ino: 9 }),
+            len: 300,
+            signature: 7,
+            calls: 3,
+            ..Default::default()
+        });
+        let a = part_file(
+            d.path(),
+            "a.pcstrace",
+            1,
+            vec![vec![ev(1, 1, write(7, 100)), ev(2, 1, coalesced)]],
+        );
+        let (s, _) = merged(&[a]);
+        assert_eq!((s.writes, s.bytes_written), (4, 400));
     }
 
     #[test]
