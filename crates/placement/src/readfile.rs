@@ -3,7 +3,8 @@
 //! so that a wrong path cannot hang or swell the reader: opened
 //! non-blocking (a FIFO under that name is refused, not waited on), only a
 //! regular file, and at most a given size (`/dev/zero` named by mistake
-//! is refused, not read until memory runs out).
+//! is refused, not read until memory runs out). And, once read, pointing
+//! a parse error at the line it is on ([`toml_error`]).
 
 use std::io::Read;
 use std::os::unix::fs::OpenOptionsExt;
