@@ -26,18 +26,22 @@ fn cell(xs: &[f64]) -> String {
     format!("{mean:.3} ±{:.3}", (hi - lo) / 2.0)
 }
 
-/// pcstream's WAF per recording of `workload` in a compare report.
-fn pcstream_wafs(report: &serde_json::Value, workload: &str, internal: bool) -> Vec<f64> {
+/// The traces of `workload`'s recordings in a compare report.
+fn traces_of<'a>(
+    report: &'a serde_json::Value,
+    workload: &str,
+) -> impl Iterator<Item = &'a serde_json::Value> {
+    let dir = format!("/{workload}/r");
     report["traces"]
         .as_array()
         .unwrap()
         .iter()
-        .filter(|t| {
-            t["path"]
-                .as_str()
-                .unwrap()
-                .contains(&format!("/{workload}/r"))
-        })
+        .filter(move |t| t["path"].as_str().unwrap().contains(&dir))
+}
+
+/// pcstream's WAF per recording of `workload` in a compare report.
+fn pcstream_wafs(report: &serde_json::Value, workload: &str, internal: bool) -> Vec<f64> {
+    traces_of(report, workload)
         .flat_map(|t| t["runs"].as_array().unwrap().iter())
         .filter(|r| r["policy"] == "pcstream" && r["internal_streams"] == internal)
         .map(|r| r["waf"].as_f64().unwrap())
@@ -158,19 +162,14 @@ fn bench_run_renders_its_own_numbers_with_the_held_out_set_apart() {
     let trim: serde_json::Value =
         serde_json::from_slice(&std::fs::read(out.join("compare-trim.json")).unwrap()).unwrap();
     for (workload, section) in [("sqlite-wal", tuning), ("fio-skew", held_out)] {
-        let peaks: Vec<f64> = trim["traces"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|t| {
-                t["path"]
-                    .as_str()
-                    .unwrap()
-                    .contains(&format!("/{workload}/r"))
-            })
+        let peaks: Vec<f64> = traces_of(&trim, workload)
             .map(|t| t["peak_live_pages"].as_f64().unwrap())
             .collect();
-        assert_eq!(peaks.len(), 2, "{workload}: recordings in compare.json");
+        assert_eq!(
+            peaks.len(),
+            2,
+            "{workload}: recordings in compare-trim.json"
+        );
         let mean = peaks.iter().sum::<f64>() / 2.0;
         let half = (peaks[0] - peaks[1]).abs() / 2.0;
         let (m, d) = column(section, workload, "peak live pages");
