@@ -175,9 +175,8 @@ impl Stats {
                 let l = life.life;
                 let s = self.sigs.entry(w.signature).or_default();
                 s.bytes += w.len;
-                // One event may stand for several coalesced calls (0: 1):
-                // writes are counted as the application made them.
-                let calls = u64::from(w.calls.max(1));
+                // Writes are counted as the application made them.
+                let calls = w.call_count();
                 s.writes += calls;
                 *s.calls.entry(call_name(w.call)).or_default() += calls;
                 *s.streams.entry(w.stream).or_default() += w.len;

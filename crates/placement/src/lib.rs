@@ -68,6 +68,15 @@ pub mod write_count;
 )]
 pub mod wire {
     include!(concat!(env!("OUT_DIR"), "/pcstream.v1.rs"));
+
+    impl WriteEvent {
+        /// The write calls this event stands for: the shim coalesces
+        /// consecutive calls into one event; `calls` 0 (absent, as in
+        /// traces written before the field) means 1.
+        pub fn call_count(&self) -> u64 {
+            u64::from(self.calls.max(1))
+        }
+    }
 }
 
 pub use placement::{Baseline, FromTrace, GcPlacement, Placement, StreamId, WriteCtx};

@@ -370,8 +370,7 @@ impl<W: io::Write> Out<W> {
                 return Ok(());
             }
             Some(Kind::Write(w)) => {
-                // A coalesced event counts as the calls it stands for.
-                self.summary.writes += u64::from(w.calls.max(1));
+                self.summary.writes += w.call_count();
                 self.summary.bytes_written += w.len;
                 if w.signature != 0 {
                     self.write_sigs.insert(w.signature);

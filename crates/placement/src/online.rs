@@ -509,7 +509,7 @@ impl Engine {
                     }
                     std::collections::hash_map::Entry::Vacant(_) => None,
                 } {
-                    u.calls += u64::from(w.calls.max(1));
+                    u.calls += w.call_count();
                     u.bytes += w.len;
                 }
                 if w.signature != 0 {

@@ -42,7 +42,7 @@ pub fn read_bounded_text(path: &Path, max: u64) -> std::io::Result<String> {
 /// Where byte offset `at` of `text` is, to point a parse error at it:
 /// the 1-based line number and that line, trimmed and cut to 80
 /// characters (a type error's message names no key; its line does).
-pub fn line_at(text: &str, at: usize) -> (usize, String) {
+fn line_at(text: &str, at: usize) -> (usize, String) {
     let at = at.min(text.len());
     let before = &text.as_bytes()[..at];
     let line = before.iter().filter(|&&b| b == b'\n').count() + 1;
