@@ -21,10 +21,9 @@ use crate::write_count::WriteCounts;
 /// per learner. The learner with the lower pooled within-stream variance
 /// places, re-decided every [`DECIDE_EVERY`] pages; a tie (within
 /// [`LBA_PREFERENCE`]) goes to the LBA learner, the device's own view.
-/// Where the file system
-/// reuses freed blocks soon (SQLite's journal) the device's view is the
-/// sharper one; where files die whole at unrelated LBAs (RocksDB's tables)
-/// the file view is.
+/// Where the file system reuses freed blocks soon (SQLite's journal) the
+/// device's view is the sharper one; where files die whole at unrelated
+/// LBAs (RocksDB's tables) the file view is.
 ///
 /// The same deaths make its *prediction*: the lifetime a page placed in a
 /// stream will have on the device is that stream's recent device lifetime
