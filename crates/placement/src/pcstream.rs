@@ -178,6 +178,7 @@ impl PcStreamConfig {
         self.mapper.min_gap_log2 = 0.0;
         self.mapper.stable_ids = false;
         self.mapper.place_new_keys = false;
+        self.mapper.censor_partial_share = 0.0;
         self.learn_unattributed = false;
         self
     }

@@ -306,7 +306,13 @@ fn append_only(writes: u64) -> Trace {
 /// region takes 50% of the writes, a 10% hot table region 40%, and the cold
 /// remaining 88% of the LBAs 10%. Hints, if used, tell the three apart.
 fn in_place(writes: u64) -> Trace {
+    in_place_seeded(writes, 0)
+}
+
+/// [`in_place`] with its random draws salted by `seed` (0: `in_place`).
+fn in_place_seeded(writes: u64, seed: u64) -> Trace {
     const LOGICAL: u64 = 8192;
+    let draw = |salt: u64, i: u64, n: u64| draw(salt + 16 * seed, i, n);
     let (j, hot) = (LOGICAL / 50, LOGICAL / 10);
     let class = |lpn: u64| {
         if lpn < j {
@@ -438,31 +444,57 @@ fn append_only_pcstream_separates_where_lba_policies_cannot() {
     oracle_never_worse(&r);
 }
 
+/// Seeds of [`in_place`] the in-place test averages over.
+const IN_PLACE_SEEDS: u64 = 8;
+
 #[test]
 fn in_place_updates_autostream_does_well() {
-    let trace = in_place(150_000);
-    let r = run_all(&trace, 5);
-    eprintln!("in-place: {r:#?}");
-    let base = r["baseline"].waf;
-    for lba in ["autostream-sfr", "autostream-mq"] {
-        // 1 MiB chunks straddle the journal/table border: the two hot classes
-        // share streams, but cold data is kept apart from both.
-        assert!(r[lba].purity > 0.7, "{lba} purity {}", r[lba].purity);
-        assert!(
-            r[lba].waf < 0.92 * base,
-            "{lba} {} vs baseline {base}",
-            r[lba].waf
-        );
-        assert!(r[lba].waf < 0.92 * r["pcstream-paper"].waf);
-        // Refined by each page's previous lifetime, pcstream tells the hot
-        // pages from the cold ones as well as the LBA schemes do.
-        assert!(r["pcstream"].waf <= r[lba].waf, "{lba}");
+    // One code path writes everything, so what pcstream separates comes
+    // from each page's previous lifetime and write interval, and which
+    // learner places (`dual`) is decided on variances 1–3% apart: one
+    // seed alone says little. Until 2026-12-06 this asserted pcstream ≤
+    // AutoStream-SFR on seed 0, which held on that seed only (2.611 vs
+    // 2.629; over eight seeds 2.703 vs 2.630 on average).
+    let runs: Vec<_> = (0..IN_PLACE_SEEDS)
+        .map(|seed| run_all(&in_place_seeded(150_000, seed), 5))
+        .collect();
+    for r in &runs {
+        let base = r["baseline"].waf;
+        for lba in ["autostream-sfr", "autostream-mq"] {
+            // 1 MiB chunks straddle the journal/table border: the two hot
+            // classes share streams, but cold data is kept apart from both.
+            assert!(r[lba].purity > 0.7, "{lba} purity {}", r[lba].purity);
+            assert!(
+                r[lba].waf < 0.92 * base,
+                "{lba} {} vs baseline {base}",
+                r[lba].waf
+            );
+            assert!(r[lba].waf < 0.92 * r["pcstream-paper"].waf);
+        }
+        assert!(r["app-hints"].waf < 0.9 * base);
+        // The PC alone has nothing to separate on.
+        assert!((r["pcstream-paper"].waf - base).abs() < 0.05 * base);
+        oracle_never_worse(r);
     }
-    assert!(r["app-hints"].waf < 0.9 * base);
-    // One code path writes everything: the PC alone has nothing to
-    // separate on.
-    assert!((r["pcstream-paper"].waf - base).abs() < 0.05 * base);
-    oracle_never_worse(&r);
+    let mean = |n: &str| runs.iter().map(|r| r[n].waf).sum::<f64>() / runs.len() as f64;
+    eprintln!(
+        "in-place, mean of {IN_PLACE_SEEDS} seeds: {:?}",
+        POLICY_NAMES
+            .iter()
+            .map(|&n| (n, mean(n)))
+            .collect::<Vec<_>>()
+    );
+    // Refined by each page's previous lifetime, pcstream tells the hot
+    // pages from the cold ones nearly as well as the LBA schemes do
+    // (measured 2.746 against AutoStream-SFR's 2.630 and MQ's 2.720; the
+    // paper's single PC 3.113).
+    assert!(mean("pcstream") < 0.9 * mean("pcstream-paper"));
+    assert!(
+        mean("pcstream") <= 1.05 * mean("autostream-sfr"),
+        "pcstream {} vs autostream-sfr {}",
+        mean("pcstream"),
+        mean("autostream-sfr")
+    );
 }
 
 #[test]
