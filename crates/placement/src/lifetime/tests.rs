@@ -31,7 +31,8 @@ fn ev() -> impl Strategy<Value = Ev> {
 proptest! {
     /// At any granularity every page's death is counted once, for the
     /// signature that wrote it (only its birth may be approximated, by
-    /// an append merging into an older segment).
+    /// an append merging into an older segment), and its live pages are
+    /// the pages of it a naive page map still holds.
     #[test]
     fn coarse_chunks_credit_every_death_to_its_writer(
         evs in proptest::collection::vec(ev(), 1..200),
@@ -67,6 +68,8 @@ proptest! {
         }
         for (sig, s) in m.sigs_sorted() {
             prop_assert_eq!(s.dead_pages, dead.get(&sig).copied().unwrap_or(0), "sig {}", sig);
+            let held = naive.values().filter(|&&v| v == sig).count() as u64;
+            prop_assert_eq!(s.live_pages(), held, "sig {}", sig);
             // What the manager makes always passes the check a loaded
             // table gets.
             prop_assert_eq!(s.check(), Ok(()), "sig {}", sig);
