@@ -116,13 +116,16 @@ impl crate::placement::GcPlacement for AgeGc {
 /// variance of log2 device lifetimes cannot tell the learners apart on
 /// SQLite's WAL (7.20 against 7.19, both ways in turn, while the LBA
 /// learner's placement gives 1.020 with internal streams and the file
-/// learner's 1.033). Not more: in the in-place scenario
-/// (`scenarios::in_place_updates_autostream_does_well`) the file learner
-/// is right (2.62 against 2.72) with a variance only 1.2–3% lower, so 2%
-/// and more lose it; RocksDB's file learner is 20–30% lower. Measured at
-/// 1, 2, 3, 5, 10 and 20% (docs/placement-log.md, "A tie goes to the LBA
-/// learner").
-pub const LBA_PREFERENCE: f64 = 0.01;
+/// learner's 1.033). 5%: measured at 1, 2, 3, 5, 10 and 20% with the
+/// EWMA estimate alone (1% kept: 2% and more lost the in-place scenario
+/// on its one seed then) and at 0, 1, 5, 10 and 20% with partly censored
+/// keys (Little's law): 5% takes sqlite-wal with internal streams from
+/// 1.014 to 1.009 and the in-place scenario's mean of eight seeds from
+/// 2.746 to 2.728, the rest of the tuning set unchanged; 10% moves
+/// mixed-sqlite-gcc, 20% RocksDB, whose file learner is 20–30% lower
+/// (docs/placement-log.md, "A tie goes to the LBA learner" and "The LBA
+/// learner's 5 % with partly censored keys").
+pub const LBA_PREFERENCE: f64 = 0.05;
 
 /// Whether the LBA learner places, given the pooled variances of the file
 /// learner's (`file`) and its own (`lba`) streams ([`LBA_PREFERENCE`]).
@@ -737,18 +740,16 @@ mod tests {
     }
 
     /// A tie of the learners' scores goes to the LBA learner: within
-    /// [`LBA_PREFERENCE`] (SQLite's WAL) it places; the file learner of
-    /// the in-place scenario (1.2% lower) and RocksDB's (20% lower) keep
+    /// [`LBA_PREFERENCE`] (SQLite's WAL, the in-place scenario's 1–3%) it
+    /// places; a file learner 10% lower, and RocksDB's (20% lower), keep
     /// their place.
     #[test]
     fn a_tie_goes_to_the_lba_learner() {
         assert!(lba_places(7.20, 7.19));
         assert!(lba_places(7.20, 7.25), "0.7% apart");
         assert!(lba_places(17.46, 17.38));
-        assert!(
-            !lba_places(4.073, 4.123),
-            "the in-place scenario's file learner"
-        );
+        assert!(lba_places(4.073, 4.123), "the in-place scenario's 1.2%");
+        assert!(!lba_places(4.0, 4.4), "10% apart");
         assert!(!lba_places(1.274, 1.531), "RocksDB's file learner");
     }
 

@@ -486,7 +486,7 @@ fn in_place_updates_autostream_does_well() {
     );
     // Refined by each page's previous lifetime, pcstream tells the hot
     // pages from the cold ones nearly as well as the LBA schemes do
-    // (measured 2.746 against AutoStream-SFR's 2.630 and MQ's 2.720; the
+    // (measured 2.728 against AutoStream-SFR's 2.630 and MQ's 2.720; the
     // paper's single PC 3.113).
     assert!(mean("pcstream") < 0.9 * mean("pcstream-paper"));
     assert!(
