@@ -52,6 +52,7 @@ pub mod fs_alloc;
 pub mod ground_truth;
 pub mod ops;
 pub mod pass;
+mod separability;
 pub mod signatures;
 pub mod sizing;
 pub mod source;

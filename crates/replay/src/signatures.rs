@@ -35,8 +35,10 @@
 
 use crate::error::{ReplayError, RunError};
 use crate::experiment::{policy_config_for, Job};
+use crate::ops::Op;
 use crate::ops::WriteClass;
 use crate::pass::{drive_pass, PassEvent, PolicySlot};
+use crate::separability::{history_group, tail_group, Explained, LastWrite};
 use crate::sizing::layout;
 use crate::Replay;
 use pcstream_placement::dual::PcStreamDual;
@@ -86,6 +88,16 @@ pub struct SignatureRow {
     /// rest with the file-keyed one, the paper's keying); all of them with
     /// `key_by_lba`.
     pub lba_learner_pages: u64,
+    /// Standard deviation of the log2 device lifetimes of the pages that
+    /// died within the pass (`crate::separability`).
+    pub device_spread_log2: Option<f64>,
+    /// Share of their variance that the time since each page's address was
+    /// last written explains (what previous-lifetime keys can use).
+    pub explained_by_history: Option<f64>,
+    /// Share of their variance that each page's place in its device write
+    /// explains (last page, second last, …): a part no host placement can
+    /// use, as one device write carries one stream.
+    pub explained_by_write_tail: Option<f64>,
 }
 
 /// The policy broken down: the shipped dual learner, or one learner.
@@ -143,6 +155,10 @@ struct Acc {
     placed: Hist,
     /// Dead pages per |log2 prediction − log2 device lifetime|.
     errors: Hist,
+    /// Log2 device lifetimes grouped by the time since the address's
+    /// previous write, and by place in the device write.
+    by_history: Explained,
+    by_tail: Explained,
 }
 
 /// Resolution of the medians of [`Acc`], log2 units (a 1.1% factor).
@@ -193,19 +209,34 @@ fn score(
     }
 }
 
+/// A page of the measured pass, as [`each_measured_page`] reports it.
+struct MeasuredPage {
+    /// The policy's stream.
+    stream: u32,
+    /// Its index in the pass.
+    k: u64,
+    /// Its signature (`None` for a device write without one or for
+    /// file-system metadata).
+    key: Option<u64>,
+    /// Pages after it in its device write (0: the last).
+    from_end: u64,
+    /// Host pages since its address was last written, warm-up passes
+    /// included (`None`: never).
+    since_written: Option<u64>,
+}
+
 /// Drives `policy` through the replay's warm-up passes and its measured
-/// pass (as [`crate::simulate`] does: same clock), calling
-/// `page(stream, k, key)` for each page of the measured pass: its stream,
-/// its index in the pass, and its signature (`None` for a device write
-/// without one or for file-system metadata).
+/// pass (as [`crate::simulate`] does: same clock), calling `page` for each
+/// page of the measured pass.
 fn each_measured_page(
     r: &Replay,
     policy: &mut dyn Placement,
     streams: u32,
-    mut page: impl FnMut(u32, u64, Option<u64>),
+    mut page: impl FnMut(MeasuredPage),
 ) -> Result<(), ReplayError> {
     let n = r.host_pages();
     let passes = u64::from(r.run_mode.warmup_passes) + 1;
+    let mut last = LastWrite::default();
     for pass in 0..passes {
         let measured = pass + 1 == passes;
         let mut slot = PolicySlot {
@@ -214,19 +245,33 @@ fn each_measured_page(
         };
         drive_pass(r, &mut slot, None, streams, pass * n, |ev, _| {
             if let PassEvent::Page {
+                index,
+                lpn,
                 stream,
                 k,
                 signature,
                 class,
-                ..
             } = ev
             {
+                let since_written = last.write(lpn, pass * n + k);
                 if measured {
                     let key = match class {
                         WriteClass::Data => signature,
                         WriteClass::Metadata => None,
                     };
-                    page(stream, k, key);
+                    let from_end = match r.ops.get(index) {
+                        Some(&Op::Write {
+                            lpn: first, pages, ..
+                        }) => (first + u64::from(pages)).saturating_sub(lpn + 1),
+                        _ => 0,
+                    };
+                    page(MeasuredPage {
+                        stream,
+                        k,
+                        key,
+                        from_end,
+                        since_written,
+                    });
                 }
             }
             Ok(())
@@ -280,7 +325,8 @@ pub fn pcstream_signatures(
     let mut acc: HashMap<Option<u64>, Acc> = HashMap::new();
     let live_prediction = pc.placed_for();
     let uses_lba = pc.uses_lba();
-    each_measured_page(r, pc.placement(), cfg.streams, |stream, k, key| {
+    each_measured_page(r, pc.placement(), cfg.streams, |p| {
+        let MeasuredPage { stream, k, key, .. } = p;
         let a = acc.entry(key).or_default();
         a.pages += 1;
         a.by_lba += u64::from(
@@ -292,6 +338,9 @@ pub fn pcstream_signatures(
         let death = r.death(k);
         if let Some(d) = death {
             a.lives.entry(stream).or_default().push(d - k);
+            let x = ((d - k).max(1) as f64).log2();
+            a.by_history.add(history_group(p.since_written), x);
+            a.by_tail.add(tail_group(p.from_end), x);
         }
         // What the stream was placed for at this write.
         let pred = live_prediction
@@ -304,8 +353,12 @@ pub fn pcstream_signatures(
     // The paper's algorithm through the same passes, beside it.
     let mut paper = PcStream::paper(cfg.streams, cfg.pcstream.clone());
     let mut paper_acc: HashMap<Option<u64>, HashMap<u32, u64>> = HashMap::new();
-    each_measured_page(r, &mut paper, cfg.streams, |stream, _, key| {
-        *paper_acc.entry(key).or_default().entry(stream).or_default() += 1;
+    each_measured_page(r, &mut paper, cfg.streams, |p| {
+        *paper_acc
+            .entry(p.key)
+            .or_default()
+            .entry(p.stream)
+            .or_default() += 1;
     })?;
     let placing = pc.placing();
     // What the streams stand for at the end (the LBA learner alone).
@@ -342,6 +395,9 @@ pub fn pcstream_signatures(
                 paper_streams: most_first(paper_acc.remove(&signature).unwrap_or_default()),
                 paper_estimate_log2: paper_st.and_then(|s| s.estimate_log2()),
                 lba_learner_pages: a.by_lba,
+                device_spread_log2: a.by_tail.spread(),
+                explained_by_history: a.by_history.share(),
+                explained_by_write_tail: a.by_tail.share(),
             }
         })
         .collect();

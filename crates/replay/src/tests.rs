@@ -570,3 +570,49 @@ fn a_gc_hook_can_arrive_mid_run_on_a_device_under_gc() {
     assert!(policy.asked > 1 && policy.asked <= policy.reports + 1);
     ssd.check_invariants().unwrap();
 }
+
+#[test]
+fn explain_tells_a_writes_tail_from_its_history() {
+    // A log written as PostgreSQL writes its WAL: every write covers the
+    // page the previous one ended on (partly filled then, final now) and
+    // two new pages, of which the last is partly filled and rewritten by
+    // the next write; a ring of 600 pages reused. Each write's last page
+    // lives 2 pages, the others until the ring comes round.
+    const RING: u64 = 600;
+    let mut ops = Vec::new();
+    let mut pos = 0u64;
+    for _ in 0..2000 {
+        let lpn = pos % RING;
+        let pages = if lpn + 3 > RING {
+            (RING - lpn) as u32
+        } else {
+            3
+        };
+        ops.push(Op::Write {
+            lpn,
+            pages,
+            file: Some((1, 1)),
+            file_page: lpn,
+            signature: Some(7),
+            app_hint: 0,
+            class: WriteClass::Data,
+        });
+        pos += u64::from(pages.max(2)) - 1;
+    }
+    let r = Replay::from_ops(ops, 4096, Source::GroundTruth).unwrap();
+    let job = Job {
+        replay: &r,
+        policy: "pcstream".into(),
+        spec: DeviceSpec::default(),
+    };
+    let rows = signatures::pcstream_signatures(&job, &PolicyConfig::default()).unwrap();
+    let row = rows.iter().find(|r| r.signature == Some(7)).unwrap();
+    assert!(row.device_spread_log2.unwrap() > 3.0, "{row:?}");
+    // The place in the write says it all; the time since the address was
+    // last written only tells the rewritten page (long now) from the two
+    // new ones (one long, one short).
+    let tail = row.explained_by_write_tail.unwrap();
+    let history = row.explained_by_history.unwrap();
+    assert!(tail > 0.95, "{row:?}");
+    assert!(history < 0.5, "{row:?}");
+}

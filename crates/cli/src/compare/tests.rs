@@ -740,6 +740,15 @@ fn signatures_break_pcstream_down_with_learnt_and_device_lifetimes() {
         "{text}"
     );
     assert!(text.contains("pcstream-paper: learnt"), "{text}");
+    assert!(text.contains("what separates them"), "{text}");
+    for r in &t.signatures {
+        for v in [r.explained_by_history, r.explained_by_write_tail]
+            .into_iter()
+            .flatten()
+        {
+            assert!((0.0..=1.0).contains(&v), "{r:?}");
+        }
+    }
     for r in &t.signatures {
         assert!(r.lba_learner_pages <= r.pages, "{r:?}");
     }

@@ -311,6 +311,19 @@ fn render_signatures(o: &mut String, t: &TraceReport) {
                 pages_short(r.device_lifetime_p50.map(|v| v as f64)),
                 pages_short(r.device_lifetime_p90.map(|v| v as f64)),
             );
+            if let Some(sd) = r.device_spread_log2 {
+                let share = |v: Option<f64>| {
+                    v.map_or_else(|| "-".to_string(), |v| format!("{:.0}%", 100.0 * v))
+                };
+                let _ = writeln!(
+                    o,
+                    "  what separates them: of their spread (±{sd:.1} log2 pages), the time since \
+                     their address was last written explains {}, their place in their device \
+                     write {} (one device write has one stream: no host placement uses that part)",
+                    share(r.explained_by_history),
+                    share(r.explained_by_write_tail),
+                );
+            }
         }
     }
     let _ = writeln!(
