@@ -212,14 +212,20 @@ pub fn render(rep: &Report) -> String {
     o
 }
 
+/// A share in [0, 1] as a whole percentage; `-` for none.
+fn share(v: Option<f64>) -> String {
+    v.map_or_else(|| "-".to_string(), |v| format!("{:.0}%", 100.0 * v))
+}
+
 fn render_signatures(o: &mut String, t: &TraceReport) {
     let _ = writeln!(
         o,
         "\npcstream by signature ({}; measured pass): its streams, the lifetime it learnt \
          (from the deaths it hears), the lifetime of the streams it placed them in (median), the pages' \
          lifetimes on the device (p10 / p50 / p90; `-`: none died), the error (median factor between \
-         placed-for and device lifetime), and how pcstream-paper (the paper's algorithm) placed the \
-         same pages and what it learnt:",
+         placed-for and device lifetime), how much of the spread of those lifetimes the time since \
+         each address was last written (hist) and the page's place in its device write (tail) explain, \
+         and how pcstream-paper (the paper's algorithm) placed the same pages and what it learnt:",
         if t.explained {
             "the signatures asked for".to_string()
         } else {
@@ -228,7 +234,7 @@ fn render_signatures(o: &mut String, t: &TraceReport) {
     );
     let _ = writeln!(
         o,
-        "{:<18} {:>6} {:>10} {:<18} {:>8} {:>8} {:>8} {:>8} {:>8} {:>7}  {:<18} {:>8}",
+        "{:<18} {:>6} {:>10} {:<18} {:>8} {:>8} {:>8} {:>8} {:>8} {:>7} {:>5} {:>5}  {:<18} {:>8}",
         "signature",
         "share",
         "pages",
@@ -239,6 +245,8 @@ fn render_signatures(o: &mut String, t: &TraceReport) {
         "dev p50",
         "dev p90",
         "error",
+        "hist",
+        "tail",
         "paper streams",
         "learnt"
     );
@@ -252,7 +260,7 @@ fn render_signatures(o: &mut String, t: &TraceReport) {
         };
         let _ = writeln!(
             o,
-            "{:<18} {:>5.1}% {:>10} {:<18} {:>8} {:>8} {:>8} {:>8} {:>8} {:>7}  {:<18} {:>8}",
+            "{:<18} {:>5.1}% {:>10} {:<18} {:>8} {:>8} {:>8} {:>8} {:>8} {:>7} {:>5} {:>5}  {:<18} {:>8}",
             r.signature
                 .map_or_else(|| "(none)".to_string(), |s| format!("{s:016x}")),
             pct(r.pages, t.host_pages),
@@ -265,6 +273,8 @@ fn render_signatures(o: &mut String, t: &TraceReport) {
             pages_short(r.device_lifetime_p90.map(|v| v as f64)),
             r.error_log2_p50
                 .map_or_else(|| "-".to_string(), |e| format!("{:.1}x", e.exp2())),
+            share(r.explained_by_history),
+            share(r.explained_by_write_tail),
             top3(&r.paper_streams),
             pages_short(r.paper_estimate_log2.map(f64::exp2)),
         );
@@ -312,9 +322,6 @@ fn render_signatures(o: &mut String, t: &TraceReport) {
                 pages_short(r.device_lifetime_p90.map(|v| v as f64)),
             );
             if let Some(sd) = r.device_spread_log2 {
-                let share = |v: Option<f64>| {
-                    v.map_or_else(|| "-".to_string(), |v| format!("{:.0}%", 100.0 * v))
-                };
                 let _ = writeln!(
                     o,
                     "  what separates them: of their spread (±{sd:.1} log2 pages), the time since \
