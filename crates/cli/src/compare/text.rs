@@ -291,13 +291,20 @@ fn render_signatures(o: &mut String, t: &TraceReport) {
                 .signature
                 .map_or_else(|| "(none)".to_string(), |s| format!("{s:016x}"));
             let _ = writeln!(o, "\n{sig}: {} pages in the measured pass", r.pages);
-            let _ = writeln!(
-                o,
-                "  pcstream:       learnt {} ({} dead pages heard); {}",
-                pages_short(r.estimate_log2.map(f64::exp2)),
-                r.learnt_dead_pages,
-                all(&r.streams)
-            );
+            let learnt = if r.learnt_dead_pages == 0 {
+                // Overwrites are learnt under the signature refined by
+                // each page's previous lifetime, not under the bare one.
+                "no death heard under the bare signature (its overwrites, if any, are learnt under keys \
+                 refined by each page's previous lifetime)"
+                    .to_string()
+            } else {
+                format!(
+                    "{} ({} dead pages heard)",
+                    pages_short(r.estimate_log2.map(f64::exp2)),
+                    r.learnt_dead_pages
+                )
+            };
+            let _ = writeln!(o, "  pcstream:       learnt {learnt}; {}", all(&r.streams));
             let _ = writeln!(
                 o,
                 "                  placed by its LBA-keyed learner: {} pages ({:.1}%), by its \
