@@ -518,6 +518,11 @@ impl Placement for PcStreamDual {
         self.watch_gc(host_pages, gc_pages);
     }
 
+    /// The placing learner's reason for the latest write.
+    fn placed_by(&self) -> Option<crate::placement::PlacedBy> {
+        self.placing().placed_by()
+    }
+
     fn counters(&self) -> Vec<(&'static str, u64)> {
         let mut c = self.placing().counters();
         c.push(("placed_by_lba", u64::from(self.use_lba)));

@@ -255,6 +255,34 @@ pub struct Feature {
     pub censored: bool,
 }
 
+/// What a key's lifetime feature rested on when a clustering placed it:
+/// the rule behind its stream, for `compare --explain`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Basis {
+    /// The lifetimes of its pages that died (EWMA).
+    Deaths,
+    /// Raised by Little's law: most of what it wrote is still live
+    /// ([`MapperConfig::censor_partial_share`]).
+    Little,
+    /// None of its pages died yet: its age, a lower bound
+    /// ([`MapperConfig::censor`]).
+    NeverDied,
+    /// Raised to the device's resolution ([`resolution_floor`]).
+    Floor,
+}
+
+impl Basis {
+    /// A few words for reports.
+    pub fn label(self) -> &'static str {
+        match self {
+            Basis::Deaths => "its key's cluster, learnt from deaths",
+            Basis::Little => "its key's cluster, raised by Little's law (mostly live)",
+            Basis::NeverDied => "its key's cluster, never died (its age)",
+            Basis::Floor => "its key's cluster, at the erase-unit floor",
+        }
+    }
+}
+
 /// Signature → stream table, re-clustered by the 10% rule.
 #[derive(Debug)]
 pub struct Mapper {
@@ -267,6 +295,9 @@ pub struct Mapper {
     generation: u64,
     reclusters: u64,
     stream0_key: Option<u64>,
+    /// Per key placed by [`Mapper::maybe_recluster`], what its feature
+    /// rested on then.
+    basis: HashMap<u64, Basis>,
 }
 
 impl Mapper {
@@ -283,6 +314,7 @@ impl Mapper {
             generation: 0,
             reclusters: 0,
             stream0_key: None,
+            basis: HashMap::new(),
         }
     }
 
@@ -297,7 +329,7 @@ impl Mapper {
             return;
         }
         self.clusters = clusters;
-        let feats = self.features(lm, now);
+        let (feats, basis) = self.features_and_basis(lm, now);
         if feats.is_empty() {
             // Nothing learnt yet: only forget placements above the top.
             self.assign.retain(|_, s| (*s as usize) <= clusters);
@@ -306,6 +338,13 @@ impl Mapper {
             return;
         }
         self.recluster(&feats);
+        self.basis = feats.iter().map(|f| f.sig).zip(basis).collect();
+    }
+
+    /// What `key`'s feature rested on when a clustering (or the placing of
+    /// new keys) gave it its stream; `None` for a key placed otherwise.
+    pub fn basis(&self, key: u64) -> Option<Basis> {
+        self.basis.get(&key).copied()
     }
 
     /// Clusters `key` with the signatures, in one more cluster than there
@@ -366,38 +405,57 @@ impl Mapper {
     /// Current features of all signatures that have one, sorted by
     /// signature, floored at the device's resolution ([`resolution_floor`]).
     pub fn features(&self, lm: &LifetimeManager, now: u64) -> Vec<Feature> {
-        let mut feats = self.raw_features(lm, now);
-        if let Some(floor) = resolution_floor(&feats, self.cfg.erase_unit_pages) {
-            for f in &mut feats {
-                f.log2_lifetime = f.log2_lifetime.max(floor);
-            }
-        }
-        feats
+        self.features_and_basis(lm, now).0
     }
 
-    fn raw_features(&self, lm: &LifetimeManager, now: u64) -> Vec<Feature> {
+    /// [`Mapper::features`], and beside each what it rests on.
+    fn features_and_basis(&self, lm: &LifetimeManager, now: u64) -> (Vec<Feature>, Vec<Basis>) {
+        let (mut feats, mut basis): (Vec<Feature>, Vec<Basis>) =
+            self.raw_features(lm, now).into_iter().unzip();
+        if let Some(floor) = resolution_floor(&feats, self.cfg.erase_unit_pages) {
+            for (f, b) in feats.iter_mut().zip(&mut basis) {
+                if floor > f.log2_lifetime {
+                    f.log2_lifetime = floor;
+                    *b = Basis::Floor;
+                }
+            }
+        }
+        (feats, basis)
+    }
+
+    fn raw_features(&self, lm: &LifetimeManager, now: u64) -> Vec<(Feature, Basis)> {
         lm.sigs_sorted()
             .into_iter()
             .filter_map(|(sig, s)| {
                 let weight = s.written_pages as f64;
                 let age = now.saturating_sub(s.first_write);
                 let old = self.cfg.censor && age >= self.cfg.censor_min_age.max(1);
-                if let Some(mut x) = s.estimate_log2() {
-                    if old && s.dead_share() < self.cfg.censor_partial_share {
-                        x = x.max(s.little_log2(now).unwrap_or(x));
-                    }
-                    return Some(Feature {
+                if let Some(x) = s.estimate_log2() {
+                    let little = (old && s.dead_share() < self.cfg.censor_partial_share)
+                        .then(|| s.little_log2(now))
+                        .flatten()
+                        .filter(|&l| l > x);
+                    let f = Feature {
                         sig,
-                        log2_lifetime: x,
+                        log2_lifetime: little.unwrap_or(x),
                         weight,
                         censored: false,
-                    });
+                    };
+                    let b = if little.is_some() {
+                        Basis::Little
+                    } else {
+                        Basis::Deaths
+                    };
+                    return Some((f, b));
                 }
-                old.then(|| Feature {
-                    sig,
-                    log2_lifetime: (age as f64).log2(),
-                    weight,
-                    censored: true,
+                old.then(|| {
+                    let f = Feature {
+                        sig,
+                        log2_lifetime: (age as f64).log2(),
+                        weight,
+                        censored: true,
+                    };
+                    (f, Basis::NeverDied)
                 })
             })
             .collect()
@@ -426,7 +484,7 @@ impl Mapper {
             self.cfg.first_interval,
             self.cfg.check_interval,
         ));
-        let feats = self.features(lm, now);
+        let (feats, basis) = self.features_and_basis(lm, now);
         if feats.is_empty() {
             return false;
         }
@@ -438,9 +496,23 @@ impl Mapper {
             })
             .count();
         if (changed as f64) < self.cfg.change_fraction * feats.len() as f64 || changed == 0 {
-            return self.cfg.place_new_keys && self.place_new(&feats);
+            if !self.cfg.place_new_keys {
+                return false;
+            }
+            let known: Vec<bool> = feats
+                .iter()
+                .map(|f| self.assign.contains_key(&f.sig))
+                .collect();
+            let added = self.place_new(&feats);
+            for ((f, b), known) in feats.iter().zip(basis).zip(known) {
+                if !known && self.assign.contains_key(&f.sig) {
+                    self.basis.insert(f.sig, b);
+                }
+            }
+            return added;
         }
         self.recluster(&feats);
+        self.basis = feats.iter().map(|f| f.sig).zip(basis).collect();
         true
     }
 

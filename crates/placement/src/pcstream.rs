@@ -27,8 +27,8 @@
 //! restarts through [`PcStream::export_sigs`] / [`PcStream::import_sigs`].
 
 use crate::lifetime::{LifetimeConfig, LifetimeManager, SigStats, LBA_SPACE};
-use crate::mapper::{nearest_stream, Mapper, MapperConfig};
-use crate::placement::{Placement, StreamId, WriteCtx};
+use crate::mapper::{nearest_stream, Basis, Mapper, MapperConfig};
+use crate::placement::{PlacedBy, Placement, StreamId, WriteCtx};
 use crate::write_count::WriteCounts;
 
 mod run;
@@ -219,7 +219,36 @@ pub struct PcStream {
     /// The key of writes without a signature: [`UNATTRIBUTED_KEY`] with
     /// `learn_unattributed`, else 0 (not learnt).
     unattributed: u64,
+    /// The latest write's signature, key and branch
+    /// ([`Placement::placed_by`]).
+    last: (u64, u64, How),
 }
+
+/// Which branch of [`PcStream`]'s placement placed a write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum How {
+    /// Its key's cluster.
+    Clustered,
+    /// A new LBA key, by its address's write interval.
+    ByInterval,
+    /// A new key: its bare signature's stream (0 when none).
+    Fallback,
+    /// File affinity changed the stream.
+    FileAffinity,
+}
+
+/// [`PlacedBy::rule`] of a write without a signature.
+pub const RULE_UNSIGNED: &str = "no signature: the unattributed writes' cluster";
+/// [`PlacedBy::rule`] of a key a clustering placed before the rule was recorded.
+pub const RULE_CLUSTERED: &str = "its key's cluster";
+/// [`PlacedBy::rule`] of a new LBA key placed by its write interval.
+pub const RULE_BY_INTERVAL: &str = "a new key, by its address's write interval";
+/// [`PlacedBy::rule`] of a new refined key placed with its bare signature.
+pub const RULE_AS_SIGNATURE: &str = "a new key, with its bare signature's stream";
+/// [`PlacedBy::rule`] of a key nothing is known of yet.
+pub const RULE_UNKNOWN: &str = "nothing learnt yet: stream 0";
+/// [`PlacedBy::rule`] of an append placed with its file's main writer.
+pub const RULE_FILE_AFFINITY: &str = "file affinity: an append follows its file's main writer";
 
 impl PcStream {
     /// `pcstream` for a device with `streams` stream ids (0 = unknown).
@@ -247,6 +276,7 @@ impl PcStream {
             lm: LifetimeManager::new(cfg.lifetime),
             mapper,
             unattributed,
+            last: (0, 0, How::Fallback),
         }
     }
 
@@ -412,8 +442,14 @@ impl Placement for PcStream {
         }
         // A refined key not clustered yet goes by its address's write
         // interval when it has one, else borrows its signature's stream.
+        // Which branch placed it, told by `placed_by` (the rule's words
+        // are looked up there, off the write path).
+        let mut how = How::Fallback;
         let mut stream = match self.mapper.assigned(key) {
-            Some(s) => s,
+            Some(s) => {
+                how = How::Clustered;
+                s
+            }
             None if self.refine.new_keys_by_interval
                 && self.refine.lba_writes
                 && self.key_by_lba
@@ -421,8 +457,13 @@ impl Placement for PcStream {
                 && writes >= MIN_SETTLED_WRITES =>
             {
                 // The bucket's middle: bucket b holds log2 intervals in [b − 1, b).
-                nearest_stream(self.mapper.centroids(), interval as f64 - 0.5)
-                    .unwrap_or_else(|| self.mapper.stream(sig))
+                match nearest_stream(self.mapper.centroids(), interval as f64 - 0.5) {
+                    Some(s) => {
+                        how = How::ByInterval;
+                        s
+                    }
+                    None => self.mapper.stream(sig),
+                }
             }
             None => self.mapper.stream(sig),
         };
@@ -430,8 +471,13 @@ impl Placement for PcStream {
             self.refine.file_affinity && !self.key_by_lba && sig != 0,
             w.file,
         ) {
+            let own = stream;
             stream = self.file_affinity(f, key, overwrote, pages, stream);
+            if stream != own {
+                how = How::FileAffinity;
+            }
         }
+        self.last = (sig, key, how);
         self.lm.write(space, first, pages, key, w.time);
         self.mapper
             .maybe_recluster(&self.lm, w.time.saturating_add(pages));
@@ -462,6 +508,25 @@ impl Placement for PcStream {
             ("deaths", c.deaths),
             ("evictions", c.evictions),
         ]
+    }
+
+    /// The latest write's rule. A clustered key's basis is the latest
+    /// clustering's, which is the one that placed the write unless the
+    /// write itself triggered a re-clustering.
+    fn placed_by(&self) -> Option<PlacedBy> {
+        let (sig, key, how) = self.last;
+        let rule = match how {
+            _ if sig == 0 => RULE_UNSIGNED,
+            How::Clustered => self.mapper.basis(key).map_or(RULE_CLUSTERED, Basis::label),
+            How::ByInterval => RULE_BY_INTERVAL,
+            How::FileAffinity => RULE_FILE_AFFINITY,
+            How::Fallback if self.mapper.assigned(sig).is_some() => RULE_AS_SIGNATURE,
+            How::Fallback => RULE_UNKNOWN,
+        };
+        Some(PlacedBy {
+            rule,
+            refined: sig != 0 && key != sig,
+        })
     }
 
     fn trim(&mut self, lpn: u64, pages: u32, time: u64) {
@@ -560,6 +625,46 @@ pub(crate) mod tests {
             "known from the first write"
         );
         assert_eq!(q.place(&write(1, 501, 0, 2)), 2);
+    }
+
+    #[test]
+    fn says_which_rule_placed_each_write() {
+        let paper = PcStreamConfig {
+            refine: RefineConfig::none(),
+            ..cfg()
+        };
+        let mut p = PcStream::new(4, paper);
+        let by = |p: &PcStream| p.placed_by().unwrap();
+        p.place(&write(0, 9, 0, 1));
+        assert_eq!(by(&p).rule, RULE_UNKNOWN);
+        assert!(!by(&p).refined);
+        let mut t = 1;
+        // sig 1: temp files deleted once written; sig 2: two pages
+        // rewritten alternately; sig 3: a file that only grows.
+        for round in 0..100u64 {
+            for pg in 0..8 {
+                p.place(&write(t, 100 + round, pg, 1));
+                t += 1;
+            }
+            p.invalidate_file((1, 100 + round), 0, u64::MAX, t);
+            p.place(&write(t, 7, round % 2, 2));
+            p.place(&write(t + 1, 8, round, 3));
+            t += 2;
+        }
+        p.place(&write(t, 500, 0, 1));
+        assert_eq!(by(&p).rule, Basis::Deaths.label());
+        p.place(&write(t + 1, 8, 100, 3));
+        assert_eq!(by(&p).rule, Basis::NeverDied.label());
+        p.place(&at_lba(t + 2, 5, None));
+        assert_eq!(by(&p).rule, RULE_UNSIGNED);
+        // Refined by the previous lifetime: an overwrite's key is not the
+        // bare signature, a first write's is.
+        let mut q = PcStream::new(4, cfg());
+        q.place(&write(0, 7, 0, 2));
+        assert!(!by(&q).refined);
+        q.place(&write(1, 7, 0, 2));
+        assert!(by(&q).refined);
+        assert_eq!(by(&q).rule, RULE_UNKNOWN, "neither key is learnt yet");
     }
 
     /// Writes without a signature (a journal ring) are learnt: a light

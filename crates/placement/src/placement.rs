@@ -33,6 +33,18 @@ pub struct WriteCtx {
     pub death: Option<u64>,
 }
 
+/// Why a policy placed its latest write where it did
+/// ([`Placement::placed_by`]; `compare --explain`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct PlacedBy {
+    /// The rule, in a few words.
+    pub rule: &'static str,
+    /// Whether the write's key was its signature refined (by the
+    /// application's hint, the page's previous lifetime or its address's
+    /// write interval) rather than the bare signature.
+    pub refined: bool,
+}
+
 /// A stream-assignment policy.
 pub trait Placement {
     /// Short name used in reports (`baseline`, `pcstream`, ...).
@@ -75,6 +87,12 @@ pub trait Placement {
     /// re-clusterings), in a fixed order. Empty by default.
     fn counters(&self) -> Vec<(&'static str, u64)> {
         Vec::new()
+    }
+
+    /// Why the latest [`Placement::place`] chose its stream, for policies
+    /// that can say (pcstream); `None` by default.
+    fn placed_by(&self) -> Option<PlacedBy> {
+        None
     }
 }
 

@@ -17,6 +17,13 @@
 //! |log2 prediction − log2 device lifetime|, pages in stream 0 (nothing
 //! predicted) and pages still live at the end left out.
 //!
+//! Each page is attributed to the rule that placed it (the placing
+//! learner's [`Placement::placed_by`]: its key's cluster and what the
+//! key's lifetime rested on, a new key's fallback, file affinity), and
+//! each row says how much of its device lifetimes' spread the address's
+//! history and the page's place in its device write explain
+//! (`crate::separability`).
+//!
 //! Beside it, each row shows how `pcstream-paper` (the paper's algorithm)
 //! placed the same pages and what it learnt, so a signature that the two
 //! place differently stands out (issue #28: where pcstream's own rules
@@ -43,7 +50,7 @@ use crate::sizing::layout;
 use crate::Replay;
 use pcstream_placement::dual::PcStreamDual;
 use pcstream_placement::pcstream::PcStream;
-use pcstream_placement::placement::Placement;
+use pcstream_placement::placement::{PlacedBy, Placement};
 use std::collections::HashMap;
 
 /// One signature's row.
@@ -98,6 +105,13 @@ pub struct SignatureRow {
     /// explains (last page, second last, …): a part no host placement can
     /// use, as one device write carries one stream.
     pub explained_by_write_tail: Option<f64>,
+    /// The rules that placed its pages in the measured pass (the placing
+    /// learner's [`Placement::placed_by`]), pages each, most first.
+    pub rules: Vec<(String, u64)>,
+    /// Its pages placed under a refined key (the signature refined by the
+    /// application's hint, the page's previous lifetime or its address's
+    /// write interval) rather than the bare signature.
+    pub refined_pages: u64,
 }
 
 /// The policy broken down: the shipped dual learner, or one learner.
@@ -159,6 +173,9 @@ struct Acc {
     /// previous write, and by place in the device write.
     by_history: Explained,
     by_tail: Explained,
+    /// Pages per rule that placed them, and those under refined keys.
+    rules: HashMap<&'static str, u64>,
+    refined: u64,
 }
 
 /// Resolution of the medians of [`Acc`], log2 units (a 1.1% factor).
@@ -223,6 +240,8 @@ struct MeasuredPage {
     /// Host pages since its address was last written, warm-up passes
     /// included (`None`: never).
     since_written: Option<u64>,
+    /// Why the policy placed it there, where it says.
+    placed_by: Option<PlacedBy>,
 }
 
 /// Drives `policy` through the replay's warm-up passes and its measured
@@ -243,7 +262,7 @@ fn each_measured_page(
             base: &mut *policy,
             fresh: None,
         };
-        drive_pass(r, &mut slot, None, streams, pass * n, |ev, _| {
+        drive_pass(r, &mut slot, None, streams, pass * n, |ev, policy| {
             if let PassEvent::Page {
                 index,
                 lpn,
@@ -271,6 +290,7 @@ fn each_measured_page(
                         key,
                         from_end,
                         since_written,
+                        placed_by: policy.placed_by(),
                     });
                 }
             }
@@ -284,6 +304,13 @@ fn each_measured_page(
 fn most_first(m: HashMap<u32, u64>) -> Vec<(u32, u64)> {
     let mut v: Vec<(u32, u64)> = m.into_iter().collect();
     v.sort_unstable_by(|x, y| y.1.cmp(&x.1).then(x.0.cmp(&y.0)));
+    v
+}
+
+/// Pages per rule, most first (ties: by name).
+fn most_first_rules(m: HashMap<&'static str, u64>) -> Vec<(String, u64)> {
+    let mut v: Vec<(String, u64)> = m.into_iter().map(|(r, n)| (r.to_string(), n)).collect();
+    v.sort_unstable_by(|x, y| y.1.cmp(&x.1).then_with(|| x.0.cmp(&y.0)));
     v
 }
 
@@ -329,6 +356,10 @@ pub fn pcstream_signatures(
         let MeasuredPage { stream, k, key, .. } = p;
         let a = acc.entry(key).or_default();
         a.pages += 1;
+        if let Some(by) = p.placed_by {
+            *a.rules.entry(by.rule).or_default() += 1;
+            a.refined += u64::from(by.refined);
+        }
         a.by_lba += u64::from(
             uses_lba
                 .as_ref()
@@ -398,6 +429,8 @@ pub fn pcstream_signatures(
                 device_spread_log2: a.by_tail.spread(),
                 explained_by_history: a.by_history.share(),
                 explained_by_write_tail: a.by_tail.share(),
+                rules: most_first_rules(a.rules),
+                refined_pages: a.refined,
             }
         })
         .collect();

@@ -741,7 +741,11 @@ fn signatures_break_pcstream_down_with_learnt_and_device_lifetimes() {
     );
     assert!(text.contains("pcstream-paper: learnt"), "{text}");
     assert!(text.contains("what separates them"), "{text}");
+    assert!(text.contains("the rule that placed them"), "{text}");
     for r in &t.signatures {
+        // Every page is attributed to the rule that placed it, once.
+        assert_eq!(r.rules.iter().map(|x| x.1).sum::<u64>(), r.pages, "{r:?}");
+        assert!(r.refined_pages <= r.pages, "{r:?}");
         for v in [r.explained_by_history, r.explained_by_write_tail]
             .into_iter()
             .flatten()

@@ -313,6 +313,20 @@ fn render_signatures(o: &mut String, t: &TraceReport) {
                 pct(r.lba_learner_pages, r.pages),
                 r.pages - r.lba_learner_pages
             );
+            if !r.rules.is_empty() {
+                let rules = r
+                    .rules
+                    .iter()
+                    .map(|(rule, n)| format!("{rule}: {:.1}%", pct(*n, r.pages)))
+                    .collect::<Vec<_>>()
+                    .join("; ");
+                let _ = writeln!(
+                    o,
+                    "                  the rule that placed them: {rules}; under keys refined \
+                     (by hint, previous lifetime or write interval): {:.1}%",
+                    pct(r.refined_pages, r.pages)
+                );
+            }
             let _ = writeln!(
                 o,
                 "  pcstream-paper: learnt {}; {}",

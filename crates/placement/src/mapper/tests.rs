@@ -168,6 +168,41 @@ fn censored_estimate_places_never_dying_data_last() {
     assert_eq!(map.stream(9), 2);
     let f = map.features(&m, 500);
     assert!(f.iter().any(|f| f.sig == 9 && f.censored));
+    assert_eq!(map.basis(9), Some(Basis::NeverDied));
+    assert_eq!(map.basis(1), Some(Basis::Deaths));
+    assert_eq!(map.basis(77), None);
+}
+
+/// A signature most of whose pages stay (a tenth overwritten soon, the
+/// rest never) is estimated by Little's law once old enough, and the
+/// mapper says so; one whose pages all die is estimated by its deaths.
+#[test]
+fn a_mostly_live_signature_is_placed_by_littles_law() {
+    let mut m = lm();
+    let mut map = Mapper::new(
+        3,
+        MapperConfig {
+            check_interval: 10,
+            censor_min_age: 100,
+            ..Default::default()
+        },
+    );
+    let mut t = 0;
+    for p in 0..1000 {
+        m.write(LBA_SPACE, p, 1, 1, t);
+        m.write(LBA_SPACE, 5000 + p % 4, 1, 2, t);
+        t += 1;
+        if p % 10 == 9 {
+            m.write(LBA_SPACE, p, 1, 1, t + 9);
+        }
+    }
+    assert!(map.maybe_recluster(&m, t));
+    assert_eq!(map.basis(1), Some(Basis::Little));
+    assert_eq!(map.basis(2), Some(Basis::Deaths));
+    let f = map.features(&m, t);
+    let x = |sig| f.iter().find(|f| f.sig == sig).unwrap().log2_lifetime;
+    assert!(x(1) > m.sig(1).unwrap().estimate_log2().unwrap() + 3.0);
+    assert!(map.stream(1) > map.stream(2));
 }
 
 fn feat(sig: u64, x: f64, w: f64) -> Feature {
@@ -235,12 +270,17 @@ fn lifetimes_shorter_than_a_block_fill_share_one_stream() {
         }
         m.invalidate(LBA_SPACE, 90_000, 1, t + (1 << 14));
         t += 1 << 14;
-        map.recluster(&map.features(&m, t));
-        [1, 2, 3, 4].map(|s| map.stream(s))
+        assert!(map.maybe_recluster(&m, t));
+        let basis = [1, 2, 3, 4].map(|s| map.basis(s));
+        ([1, 2, 3, 4].map(|s| map.stream(s)), basis)
     };
-    let free = run(0);
+    let (free, basis) = run(0);
     assert!(free[0] != free[1] && free[1] != free[2], "{free:?}");
-    let floored = run(64);
+    assert_eq!(basis, [Some(Basis::Deaths); 4]);
+    let (floored, basis) = run(64);
+    // What the floor raised says so (`compare --explain`).
+    assert_eq!(basis[0], Some(Basis::Floor));
+    assert_eq!(basis[3], Some(Basis::Deaths));
     assert!(
         floored[0] == floored[1] && floored[1] == floored[2],
         "{floored:?}"
