@@ -587,6 +587,27 @@ pub(crate) mod tests {
         }
     }
 
+    /// 100 rounds from time `t`: sig 1 writes an 8-page temp file deleted
+    /// once written (lifetimes 1..8), sig 2 one of two pages of a file
+    /// rewritten alternately (lifetime 18), and with `grow` sig 3 one more
+    /// page of a file that only grows. Returns the time after.
+    fn temp_files_and_rewrites(p: &mut PcStream, mut t: u64, grow: bool) -> u64 {
+        for round in 0..100u64 {
+            for pg in 0..8 {
+                p.place(&write(t, 100 + round, pg, 1));
+                t += 1;
+            }
+            p.invalidate_file((1, 100 + round), 0, u64::MAX, t);
+            p.place(&write(t, 7, round % 2, 2));
+            t += 1;
+            if grow {
+                p.place(&write(t, 8, round, 3));
+                t += 1;
+            }
+        }
+        t
+    }
+
     #[test]
     fn learns_from_unlinks_and_persists_across_restart() {
         // The PC alone (as the daemon runs it: the shim looks streams up
@@ -597,18 +618,7 @@ pub(crate) mod tests {
         };
         let cfg = || paper.clone();
         let mut p = PcStream::new(3, cfg());
-        let mut t = 0;
-        // sig 1: 8-page temp files deleted once written (lifetimes 1..8);
-        // sig 2: two pages of one file rewritten alternately (lifetime 18).
-        for round in 0..100u64 {
-            for pg in 0..8 {
-                p.place(&write(t, 100 + round, pg, 1));
-                t += 1;
-            }
-            p.invalidate_file((1, 100 + round), 0, u64::MAX, t);
-            p.place(&write(t, 7, round % 2, 2));
-            t += 1;
-        }
+        let t = temp_files_and_rewrites(&mut p, 0, false);
         assert_eq!(p.mapper().stream(1), 1);
         assert_eq!(p.mapper().stream(2), 2);
         assert_eq!(p.place(&write(t, 9, 0, 77)), 0, "unknown signature");
@@ -638,19 +648,7 @@ pub(crate) mod tests {
         p.place(&write(0, 9, 0, 1));
         assert_eq!(by(&p).rule, RULE_UNKNOWN);
         assert!(!by(&p).refined);
-        let mut t = 1;
-        // sig 1: temp files deleted once written; sig 2: two pages
-        // rewritten alternately; sig 3: a file that only grows.
-        for round in 0..100u64 {
-            for pg in 0..8 {
-                p.place(&write(t, 100 + round, pg, 1));
-                t += 1;
-            }
-            p.invalidate_file((1, 100 + round), 0, u64::MAX, t);
-            p.place(&write(t, 7, round % 2, 2));
-            p.place(&write(t + 1, 8, round, 3));
-            t += 2;
-        }
+        let t = temp_files_and_rewrites(&mut p, 1, true);
         p.place(&write(t, 500, 0, 1));
         assert_eq!(by(&p).rule, Basis::Deaths.label());
         p.place(&write(t + 1, 8, 100, 3));

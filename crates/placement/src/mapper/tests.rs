@@ -148,17 +148,22 @@ fn young_runs_are_checked_often_and_long_runs_at_the_check_interval() {
     assert_ne!(map.stream(3), 0);
 }
 
-#[test]
-fn censored_estimate_places_never_dying_data_last() {
-    let mut m = lm();
-    let mut map = Mapper::new(
+/// Two data streams, checked every 10 pages, keys censored from age 100.
+fn censoring_mapper() -> Mapper {
+    Mapper::new(
         3,
         MapperConfig {
             check_interval: 10,
             censor_min_age: 100,
             ..Default::default()
         },
-    );
+    )
+}
+
+#[test]
+fn censored_estimate_places_never_dying_data_last() {
+    let mut m = lm();
+    let mut map = censoring_mapper();
     m.write(LBA_SPACE, 1000, 1, 9, 0); // never dies
     for t in 1..500 {
         m.write(LBA_SPACE, t % 3, 1, 1, t);
@@ -179,14 +184,7 @@ fn censored_estimate_places_never_dying_data_last() {
 #[test]
 fn a_mostly_live_signature_is_placed_by_littles_law() {
     let mut m = lm();
-    let mut map = Mapper::new(
-        3,
-        MapperConfig {
-            check_interval: 10,
-            censor_min_age: 100,
-            ..Default::default()
-        },
-    );
+    let mut map = censoring_mapper();
     let mut t = 0;
     for p in 0..1000 {
         m.write(LBA_SPACE, p, 1, 1, t);
