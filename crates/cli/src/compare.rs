@@ -15,7 +15,7 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Context};
 use ftl_sim::paper;
-use pcstream_placement::policies::{PolicyConfig, POLICY_NAMES};
+use pcstream_placement::policies::{PolicyConfig, EXTRA_POLICY_NAMES, POLICY_NAMES};
 use pcstream_replay::signatures::pcstream_signatures;
 use pcstream_replay::{
     self as replay, simulate_all, DeviceSpec, Job, Replay, ReplayOptions, RunMode, RunResult,
@@ -246,18 +246,20 @@ pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
 
 /// Checks the options before any trace is read.
 fn check(opts: &Options) -> anyhow::Result<()> {
+    let known = || {
+        POLICY_NAMES
+            .iter()
+            .chain(EXTRA_POLICY_NAMES)
+            .copied()
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
     if opts.policies.is_empty() {
-        bail!(
-            "--policies: no policy given (known: {})",
-            POLICY_NAMES.join(", ")
-        );
+        bail!("--policies: no policy given (known: {})", known());
     }
     for p in &opts.policies {
-        if !POLICY_NAMES.contains(&p.as_str()) {
-            bail!(
-                "--policies: unknown policy {p:?} (known: {})",
-                POLICY_NAMES.join(", ")
-            );
+        if !POLICY_NAMES.contains(&p.as_str()) && !EXTRA_POLICY_NAMES.contains(&p.as_str()) {
+            bail!("--policies: unknown policy {p:?} (known: {})", known());
         }
     }
     if !(1..=256).contains(&opts.streams) {

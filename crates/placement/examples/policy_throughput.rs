@@ -62,6 +62,7 @@ fn main() {
                 signature: Some(mix64(s + 1000)),
                 app_hint: (2 + s % 4) as u8,
                 death: Some(t + r * sigs),
+                write_death: Some(t + r * sigs),
             };
             sink += u64::from(p.place(&w));
             if t % 64 == 63 {

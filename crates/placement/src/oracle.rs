@@ -1,5 +1,9 @@
 //! `oracle`: places each write by its true lifetime, read from the trace
 //! (`WriteCtx::death`) — the lower bound any real policy is compared with.
+//! `oracle-write` is the same but must give every page of a device write
+//! the write's stream (by the typical lifetime of its pages,
+//! `WriteCtx::write_death`): one device write carries one stream, so that
+//! is the bound for any host placement, where `oracle` also splits writes.
 //!
 //! Lifetimes (`death − time`, pages; data never invalidated within the trace
 //! counts as lifetime 2^60) are binned on `log2` in quarter steps, weighted by
@@ -38,10 +42,13 @@ impl Default for OracleConfig {
     }
 }
 
-/// The `oracle` policy. See the module docs.
+/// The `oracle` policy (and `oracle-write`). See the module docs.
 #[derive(Debug)]
 pub struct Oracle {
     cfg: OracleConfig,
+    /// `oracle-write`: places by the write's typical lifetime
+    /// (`WriteCtx::write_death`) instead of the page's own.
+    per_write: bool,
     streams: u32,
     hist: Vec<f64>,
     /// Upper bounds (log2) of streams `0..streams-1`; the last stream is open.
@@ -55,11 +62,22 @@ impl Oracle {
     pub fn new(streams: u32, cfg: OracleConfig) -> Self {
         Oracle {
             cfg,
+            per_write: false,
             streams: streams.max(1),
             hist: vec![0.0; BINS],
             bounds: Vec::new(),
             next_fit: 0,
             refits: 0,
+        }
+    }
+
+    /// `oracle-write`: the oracle that places whole device writes, each
+    /// by the typical lifetime of its pages (`WriteCtx::write_death`): the
+    /// best any host can do, as one device write carries one stream.
+    pub fn per_write(streams: u32, cfg: OracleConfig) -> Self {
+        Oracle {
+            per_write: true,
+            ..Oracle::new(streams, cfg)
         }
     }
 
@@ -84,7 +102,11 @@ impl Oracle {
 
 impl Placement for Oracle {
     fn name(&self) -> &str {
-        "oracle"
+        if self.per_write {
+            "oracle-write"
+        } else {
+            "oracle"
+        }
     }
 
     fn streams(&self) -> u32 {
@@ -95,8 +117,17 @@ impl Placement for Oracle {
         vec![("refits", self.refits)]
     }
 
+    fn needs_write_death(&self) -> bool {
+        self.per_write
+    }
+
     fn place(&mut self, w: &WriteCtx) -> StreamId {
-        let x = match w.death {
+        let death = if self.per_write {
+            w.write_death
+        } else {
+            w.death
+        };
+        let x = match death {
             Some(d) => (d.saturating_sub(w.time).max(1) as f64)
                 .log2()
                 .min(NEVER_LOG2),
@@ -145,6 +176,41 @@ mod tests {
                 "{got:?}"
             );
         }
+    }
+
+    /// Writes of two pages, one dying 4 pages later and one never: the
+    /// oracle splits each write, `oracle-write` must keep it whole, and
+    /// puts writes of long-lived pages apart from them.
+    #[test]
+    fn oracle_write_keeps_each_write_whole() {
+        let mut page = Oracle::new(3, OracleConfig::default());
+        let mut whole = Oracle::per_write(3, OracleConfig::default());
+        assert_eq!(whole.name(), "oracle-write");
+        let mut split = 0;
+        for t in (0..30_000u64).step_by(3) {
+            // Pages t and t + 1 are one write (typical: 2^30); page t + 2
+            // a write of its own, dying 2^12 later.
+            let at = |time, death, write_death| WriteCtx {
+                time,
+                pages: 1,
+                death,
+                write_death,
+                ..Default::default()
+            };
+            let w = [
+                at(t, Some(t + 4), Some(t + (1 << 30))),
+                at(t + 1, None, Some(t + 1 + (1 << 30))),
+                at(t + 2, Some(t + 2 + 4096), Some(t + 2 + 4096)),
+            ];
+            let p: Vec<_> = w.iter().map(|w| page.place(w)).collect();
+            let o: Vec<_> = w.iter().map(|w| whole.place(w)).collect();
+            if t > 3000 {
+                split += u32::from(p[0] != p[1]);
+                assert_eq!(o[0], o[1], "one write, one stream");
+                assert_ne!(o[0], o[2]);
+            }
+        }
+        assert!(split > 8000, "the page oracle splits the writes: {split}");
     }
 
     #[test]

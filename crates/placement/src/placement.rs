@@ -31,6 +31,12 @@ pub struct WriteCtx {
     /// Logical time at which this data is invalidated, when the trace knows
     /// (used only by the oracle; `None` = never invalidated within the trace).
     pub death: Option<u64>,
+    /// The death typical of the whole device write this page belongs to:
+    /// `time` + 2^(mean log2 lifetime of its pages), data never
+    /// invalidated counted as 2^60 (`None`: the mean is that, or the
+    /// policy does not ask for it, [`Placement::needs_write_death`]). Used
+    /// only by `oracle-write`, the oracle that places whole writes.
+    pub write_death: Option<u64>,
 }
 
 /// Why a policy placed its latest write where it did
@@ -87,6 +93,12 @@ pub trait Placement {
     /// re-clusterings), in a fixed order. Empty by default.
     fn counters(&self) -> Vec<(&'static str, u64)> {
         Vec::new()
+    }
+
+    /// Whether the policy reads [`WriteCtx::write_death`] (`oracle-write`);
+    /// the replay works it out only then. `false` by default.
+    fn needs_write_death(&self) -> bool {
+        false
     }
 
     /// Why the latest [`Placement::place`] chose its stream, for policies

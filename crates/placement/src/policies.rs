@@ -35,6 +35,11 @@ pub const POLICY_NAMES: &[&str] = &[
     "oracle",
 ];
 
+/// Policies [`build`] also knows that reports leave out unless asked
+/// for: `oracle-write`, the oracle that must place whole device writes
+/// (a page's stream is its write's), the bound for any host placement.
+pub const EXTRA_POLICY_NAMES: &[&str] = &["oracle-write"];
+
 /// Configuration of every policy.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -181,7 +186,7 @@ impl PolicyConfig {
 
 /// A policy name [`build`] does not know.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown placement policy {name:?} (known: {})", POLICY_NAMES.join(", "))]
+#[error("unknown placement policy {name:?} (known: {}, {})", POLICY_NAMES.join(", "), EXTRA_POLICY_NAMES.join(", "))]
 pub struct UnknownPolicy {
     /// The name asked for.
     pub name: String,
@@ -202,6 +207,7 @@ pub fn build(name: &str, cfg: &PolicyConfig) -> Result<Box<dyn Placement + Send>
         "pcstream" => Box::new(PcStreamDual::new(m, cfg.pcstream.clone())),
         "pcstream-paper" => Box::new(PcStream::paper(m, cfg.pcstream.clone())),
         "oracle" => Box::new(Oracle::new(m, cfg.oracle.clone())),
+        "oracle-write" => Box::new(Oracle::per_write(m, cfg.oracle.clone())),
         _ => {
             return Err(UnknownPolicy {
                 name: name.to_string(),
@@ -242,6 +248,7 @@ mod tests {
                             signature: sig,
                             app_hint,
                             death,
+                            write_death: death,
                         },
                         ev,
                     )
@@ -263,7 +270,7 @@ mod tests {
             let mut cfg = PolicyConfig { streams, ..Default::default() };
             cfg.pcstream.mapper.check_interval = 8;
             cfg.pcstream.lifetime.max_entries = 64;
-            for name in POLICY_NAMES {
+            for name in POLICY_NAMES.iter().chain(EXTRA_POLICY_NAMES) {
                 let mut p = build(name, &cfg).unwrap();
                 for (w, ev) in &evs {
                     match ev {
@@ -300,7 +307,7 @@ mod tests {
     #[test]
     fn every_name_builds_and_reports_its_name() {
         let cfg = PolicyConfig::default();
-        for n in POLICY_NAMES {
+        for n in POLICY_NAMES.iter().chain(EXTRA_POLICY_NAMES) {
             let p = build(n, &cfg).unwrap();
             assert_eq!(p.name(), *n);
             assert!(p.streams() >= 1 && p.streams() <= cfg.streams);

@@ -200,6 +200,7 @@ fn run(trace: &Trace, policy: &mut dyn Placement, streams: u32) -> Outcome {
                     signature: Some(*sig),
                     app_hint: *hint,
                     death: deaths[i],
+                    write_death: deaths[i],
                 };
                 let s = policy.place(&w);
                 assert!(s < policy.streams(), "{} gave stream {s}", policy.name());

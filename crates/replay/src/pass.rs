@@ -174,6 +174,26 @@ pub(crate) fn run_pass(
     )
 }
 
+/// The lifetime typical of a device write of `pages` pages from page `k`
+/// of the pass: 2^(the mean log2 lifetime of its pages), a page never
+/// invalidated counting as 2^60; `None` when that mean is 2^60 or more
+/// (`WriteCtx::write_death`, for `oracle-write`).
+pub(crate) fn write_lifetime(replay: &Replay, k: u64, pages: u32) -> Option<u64> {
+    const NEVER_LOG2: f64 = 60.0;
+    let n = pages.max(1);
+    let sum: f64 = (0..u64::from(n))
+        .map(|i| {
+            replay.death(k + i).map_or(NEVER_LOG2, |d| {
+                ((d.saturating_sub(k + i)).max(1) as f64)
+                    .log2()
+                    .min(NEVER_LOG2)
+            })
+        })
+        .sum();
+    let mean = sum / f64::from(n);
+    (mean < NEVER_LOG2).then(|| mean.exp2().round() as u64)
+}
+
 /// What [`drive_pass`] reports to its sink.
 pub(crate) enum PassEvent {
     /// One host page placed by the policy.
@@ -234,6 +254,11 @@ pub(crate) fn drive_pass(
                 app_hint,
                 class,
             } => {
+                let typical = if slot.get().needs_write_death() {
+                    write_lifetime(replay, clock - clock0, pages)
+                } else {
+                    None
+                };
                 for i in 0..u64::from(pages) {
                     if let Some(make) = fresh {
                         while replay
@@ -255,6 +280,7 @@ pub(crate) fn drive_pass(
                         signature,
                         app_hint,
                         death: replay.death(k).map(|d| d + clock0),
+                        write_death: typical.map(|l| k + clock0 + l),
                     };
                     let policy = slot.get();
                     let stream: StreamId = policy.place(&ctx).min(streams - 1);

@@ -616,3 +616,20 @@ fn explain_tells_a_writes_tail_from_its_history() {
     assert!(tail > 0.95, "{row:?}");
     assert!(history < 0.5, "{row:?}");
 }
+
+#[test]
+fn a_writes_typical_lifetime_is_the_geometric_mean_of_its_pages() {
+    // The first write covers LBAs 0 and 1 (pages 0 and 1 of the pass);
+    // LBA 0 is written again at page 2, LBA 1 at page 5.
+    let ops = vec![w(0, 2), w(0, 1), w(5, 1), w(9, 1), w(1, 1), w(2, 1)];
+    let r = Replay::from_ops(ops, 16, Source::FsAlloc).unwrap();
+    assert_eq!(r.death(0), Some(2));
+    assert_eq!(r.death(1), Some(5));
+    // Lifetimes 2 and 4: 2^((1 + 2) / 2) = 2.83.
+    assert_eq!(crate::pass::write_lifetime(&r, 0, 2), Some(3));
+    // Never overwritten: no typical death.
+    assert_eq!(crate::pass::write_lifetime(&r, 2, 1), None);
+    // A page that dies and one that never does: the mean is 2^31, no
+    // longer 2^60.
+    assert_eq!(crate::pass::write_lifetime(&r, 1, 2), Some(1 << 31));
+}

@@ -562,6 +562,21 @@ fn unknown_policy_lists_the_known_ones() {
     for n in POLICY_NAMES {
         assert!(e.contains(n), "{e}");
     }
+    assert!(e.contains("oracle-write"), "{e}");
+}
+
+#[test]
+fn oracle_write_runs_when_named_and_not_by_default() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = model_trace(dir.path());
+    let mut o = small_opts(InternalMode::Off);
+    o.policies = vec!["oracle".into(), "oracle-write".into()];
+    let rep = compare(std::slice::from_ref(&p), &o).unwrap();
+    let t = &rep.traces[0];
+    let (page, whole) = (waf(t, "oracle", false), waf(t, "oracle-write", false));
+    assert!(whole >= 1.0 && page >= 1.0, "{page} {whole}");
+    assert!(render(&rep).contains("oracle-write"));
+    assert!(!Options::default().policies.iter().any(|p| p == "oracle-write"));
 }
 
 #[test]
