@@ -576,7 +576,10 @@ fn oracle_write_runs_when_named_and_not_by_default() {
     let (page, whole) = (waf(t, "oracle", false), waf(t, "oracle-write", false));
     assert!(whole >= 1.0 && page >= 1.0, "{page} {whole}");
     assert!(render(&rep).contains("oracle-write"));
-    assert!(!Options::default().policies.iter().any(|p| p == "oracle-write"));
+    assert!(!Options::default()
+        .policies
+        .iter()
+        .any(|p| p == "oracle-write"));
 }
 
 #[test]
