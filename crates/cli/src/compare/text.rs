@@ -4,6 +4,7 @@
 use std::fmt::Write as _;
 
 use super::report::{Report, TraceReport};
+use pcstream_replay::signatures::SignatureRow;
 
 /// Bytes of `pages` 4 KiB pages, human-readable.
 fn size(pages: u64) -> String {
@@ -217,6 +218,19 @@ fn share(v: Option<f64>) -> String {
     v.map_or_else(|| "-".to_string(), |v| format!("{:.0}%", 100.0 * v))
 }
 
+/// Below this spread of log2 device lifetimes (a standard deviation, a
+/// factor of 1.4) a signature's pages live alike, and what explains the
+/// rest of the spread says nothing worth acting on.
+const MIN_SPREAD_LOG2: f64 = 0.5;
+
+/// [`share`] of a row's spread, `-` where its lifetimes barely spread.
+fn spread_share(r: &SignatureRow, v: Option<f64>) -> String {
+    match r.device_spread_log2 {
+        Some(sd) if sd >= MIN_SPREAD_LOG2 => share(v),
+        _ => "-".to_string(),
+    }
+}
+
 fn render_signatures(o: &mut String, t: &TraceReport) {
     let _ = writeln!(
         o,
@@ -273,8 +287,8 @@ fn render_signatures(o: &mut String, t: &TraceReport) {
             pages_short(r.device_lifetime_p90.map(|v| v as f64)),
             r.error_log2_p50
                 .map_or_else(|| "-".to_string(), |e| format!("{:.1}x", e.exp2())),
-            share(r.explained_by_history),
-            share(r.explained_by_write_tail),
+            spread_share(r, r.explained_by_history),
+            spread_share(r, r.explained_by_write_tail),
             top3(&r.paper_streams),
             pages_short(r.paper_estimate_log2.map(f64::exp2)),
         );
@@ -342,7 +356,13 @@ fn render_signatures(o: &mut String, t: &TraceReport) {
                 pages_short(r.device_lifetime_p50.map(|v| v as f64)),
                 pages_short(r.device_lifetime_p90.map(|v| v as f64)),
             );
-            if let Some(sd) = r.device_spread_log2 {
+            if let Some(sd) = r.device_spread_log2.filter(|&sd| sd < MIN_SPREAD_LOG2) {
+                let _ = writeln!(
+                    o,
+                    "  what separates them: nothing to separate, their lifetimes barely spread \
+                     (±{sd:.2} log2 pages)"
+                );
+            } else if let Some(sd) = r.device_spread_log2 {
                 let _ = writeln!(
                     o,
                     "  what separates them: of their spread (±{sd:.1} log2 pages), the time since \
