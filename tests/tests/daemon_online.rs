@@ -140,6 +140,14 @@ fn online_equals_offline(rec: &app_common::Recorded) {
             .find(|r| r["signature"] == format!("{sig:016x}"))
             .unwrap_or_else(|| panic!("signature {sig:016x} missing from contexts"));
         assert_eq!(row["stream"], *s);
+        // A clustered signature says what its stream rests on.
+        if *s != 0 {
+            let by = row["placed_by"].as_str().unwrap_or_default();
+            assert!(
+                ["deaths", "little", "age", "floor"].contains(&by),
+                "{sig:016x}: placed_by {by:?} in {row}"
+            );
+        }
     }
 }
 

@@ -442,6 +442,7 @@ pub(crate) fn context_json(
         "lifetime_mean_bytes": (x.lifetime_samples > 0).then(|| 2f64.powf(x.mean_log2_lifetime_pages) * 4096.0),
         "lifetime_histogram_log2_pages": x.lifetime_histogram, "programs": x.programs, "frames": frames,
         "refines": (x.refines != 0).then(|| format!("{:016x}", x.refines)),
+        "placed_by": (!x.placed_by.is_empty()).then_some(x.placed_by.as_str()),
         "age_class": (x.refines != 0).then_some(x.age_class),
     })
 }
@@ -493,7 +494,7 @@ pub(crate) fn human_bytes(b: f64) -> String {
 
 fn contexts_text(rows: &[serde_json::Value]) -> String {
     let mut s = format!(
-        "{:<16} {:>6} {:<11} {:>6} {:>11} {:>7} {:>13}  {}\n",
+        "{:<16} {:>6} {:<11} {:>6} {:>11} {:>7} {:>13} {:<6}  {}\n",
         "SIGNATURE",
         "UID",
         "DOMAIN",
@@ -501,6 +502,7 @@ fn contexts_text(rows: &[serde_json::Value]) -> String {
         "WRITTEN",
         "DEATHS",
         "LIFETIME",
+        "BY",
         "PROGRAMS / CALL PATH"
     );
     for r in rows {
@@ -515,7 +517,7 @@ fn contexts_text(rows: &[serde_json::Value]) -> String {
         };
         let progs = programs_label(r);
         s.push_str(&format!(
-            "{:<16} {:>6} {:<11} {:>6} {:>11} {:>7} {:>13}  {}\n",
+            "{:<16} {:>6} {:<11} {:>6} {:>11} {:>7} {:>13} {:<6}  {}\n",
             r["signature"].as_str().unwrap_or(""),
             uid,
             r["domain"].as_str().unwrap_or("hints"),
@@ -524,10 +526,11 @@ fn contexts_text(rows: &[serde_json::Value]) -> String {
             human_bytes(r["bytes_written"].as_f64().unwrap_or(0.0)),
             r["deaths"].to_string(),
             life,
+            r["placed_by"].as_str().unwrap_or("-"),
             progs.join(",")
         ));
         for f in r["frames"].as_array().into_iter().flatten() {
-            s.push_str(&format!("{:>70}{}\n", "", f.as_str().unwrap_or("")));
+            s.push_str(&format!("{:>77}{}\n", "", f.as_str().unwrap_or("")));
         }
     }
     s
@@ -623,8 +626,12 @@ mod tests {
             "signature": "e1c7514f08ad65a3", "uid": 0, "domain": "hints", "stream": 4,
             "bytes_written": 20.0 * 1048576.0, "deaths": 28,
             "lifetime_estimate_bytes": 12.0 * 1048576.0, "frames": [],
+            "placed_by": "little",
         });
         let text = contexts_text(&[row]);
+        // What the stream rests on, left-aligned under its header.
+        let (head, line) = text.split_once('\n').unwrap();
+        assert_eq!(head.find(" BY "), line.find(" little "), "{text}");
         let mut lines = text.lines();
         let (head, line) = (lines.next().unwrap(), lines.next().unwrap());
         // Each right-aligned number ends where its header ends.

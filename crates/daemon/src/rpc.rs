@@ -254,6 +254,13 @@ impl proto::pc_stream_server::PcStream for Service {
                     estimate_log2_lifetime_pages: s.estimate_log2().unwrap_or(f64::NAN),
                     refines: refines.0,
                     age_class: refines.1,
+                    placed_by: if inner.is_pinned(key, sig) {
+                        "pinned".into()
+                    } else {
+                        l.mapper()
+                            .basis(sig)
+                            .map_or_else(String::new, |b| b.name().into())
+                    },
                 });
             }
         }

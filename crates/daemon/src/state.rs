@@ -115,6 +115,11 @@ impl Inner {
         m
     }
 
+    /// Whether `sig` is pinned by hand in learner `key`.
+    pub fn is_pinned(&self, key: LearnerKey, sig: u64) -> bool {
+        key.domain == Domain::Hints && self.pins.contains_key(&(key.uid, sig))
+    }
+
     /// Stream of a signature in learner `key` as published, pins applied.
     pub fn stream(&self, key: LearnerKey, sig: u64) -> u32 {
         let pinned = (key.domain == Domain::Hints)

@@ -272,6 +272,16 @@ pub enum Basis {
 }
 
 impl Basis {
+    /// One word for tables (`pcstreamctl contexts`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Basis::Deaths => "deaths",
+            Basis::Little => "little",
+            Basis::NeverDied => "age",
+            Basis::Floor => "floor",
+        }
+    }
+
     /// A few words for reports.
     pub fn label(self) -> &'static str {
         match self {
@@ -295,8 +305,9 @@ pub struct Mapper {
     generation: u64,
     reclusters: u64,
     stream0_key: Option<u64>,
-    /// Per key placed by [`Mapper::maybe_recluster`], what its feature
-    /// rested on then.
+    /// Per key placed by a clustering of the lifetime manager's features
+    /// ([`Mapper::maybe_recluster`], [`Mapper::set_streams`],
+    /// [`Mapper::recluster_from`]), what its feature rested on then.
     basis: HashMap<u64, Basis>,
 }
 
@@ -337,6 +348,14 @@ impl Mapper {
             self.generation += 1;
             return;
         }
+        self.recluster(&feats);
+        self.basis = feats.iter().map(|f| f.sig).zip(basis).collect();
+    }
+
+    /// Re-clusters at once from `lm`'s features at `now` (after a reload,
+    /// or asked for), remembering what each rested on.
+    pub fn recluster_from(&mut self, lm: &LifetimeManager, now: u64) {
+        let (feats, basis) = self.features_and_basis(lm, now);
         self.recluster(&feats);
         self.basis = feats.iter().map(|f| f.sig).zip(basis).collect();
     }

@@ -388,8 +388,7 @@ impl PcStream {
 
     /// Forces a re-clustering at logical time `now` (e.g. after a reload).
     pub fn recluster_now(&mut self, now: u64) {
-        let f = self.mapper.features(&self.lm, now);
-        self.mapper.recluster(&f);
+        self.mapper.recluster_from(&self.lm, now);
     }
 
     /// The signature table, sorted, for persisting.
