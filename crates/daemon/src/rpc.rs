@@ -254,7 +254,7 @@ impl proto::pc_stream_server::PcStream for Service {
                     estimate_log2_lifetime_pages: s.estimate_log2().unwrap_or(f64::NAN),
                     refines: refines.0,
                     age_class: refines.1,
-                    placed_by: if inner.is_pinned(key, sig) {
+                    placed_by: if inner.pin(key, sig).is_some() {
                         "pinned".into()
                     } else {
                         l.mapper()

@@ -115,17 +115,18 @@ impl Inner {
         m
     }
 
-    /// Whether `sig` is pinned by hand in learner `key`.
-    pub fn is_pinned(&self, key: LearnerKey, sig: u64) -> bool {
-        key.domain == Domain::Hints && self.pins.contains_key(&(key.uid, sig))
+    /// The stream `sig` is pinned to by hand in learner `key` (pins are
+    /// for the hints domain only).
+    pub fn pin(&self, key: LearnerKey, sig: u64) -> Option<u32> {
+        (key.domain == Domain::Hints)
+            .then(|| self.pins.get(&(key.uid, sig)).copied())
+            .flatten()
     }
 
     /// Stream of a signature in learner `key` as published, pins applied.
     pub fn stream(&self, key: LearnerKey, sig: u64) -> u32 {
-        let pinned = (key.domain == Domain::Hints)
-            .then(|| self.pins.get(&(key.uid, sig)).copied())
-            .flatten();
-        pinned.unwrap_or_else(|| self.engine.stream_in(key, sig))
+        self.pin(key, sig)
+            .unwrap_or_else(|| self.engine.stream_in(key, sig))
     }
 
     /// Notes a client pid.

@@ -348,15 +348,20 @@ impl Mapper {
             self.generation += 1;
             return;
         }
-        self.recluster(&feats);
-        self.basis = feats.iter().map(|f| f.sig).zip(basis).collect();
+        self.recluster_noting(&feats, basis);
     }
 
     /// Re-clusters at once from `lm`'s features at `now` (after a reload,
     /// or asked for), remembering what each rested on.
     pub fn recluster_from(&mut self, lm: &LifetimeManager, now: u64) {
         let (feats, basis) = self.features_and_basis(lm, now);
-        self.recluster(&feats);
+        self.recluster_noting(&feats, basis);
+    }
+
+    /// [`Mapper::recluster`], remembering what each feature rested on
+    /// (`basis`, beside `feats`).
+    fn recluster_noting(&mut self, feats: &[Feature], basis: Vec<Basis>) {
+        self.recluster(feats);
         self.basis = feats.iter().map(|f| f.sig).zip(basis).collect();
     }
 
@@ -515,37 +520,25 @@ impl Mapper {
             })
             .count();
         if (changed as f64) < self.cfg.change_fraction * feats.len() as f64 || changed == 0 {
-            if !self.cfg.place_new_keys {
-                return false;
-            }
-            let known: Vec<bool> = feats
-                .iter()
-                .map(|f| self.assign.contains_key(&f.sig))
-                .collect();
-            let added = self.place_new(&feats);
-            for ((f, b), known) in feats.iter().zip(basis).zip(known) {
-                if !known && self.assign.contains_key(&f.sig) {
-                    self.basis.insert(f.sig, b);
-                }
-            }
-            return added;
+            return self.cfg.place_new_keys && self.place_new(&feats, &basis);
         }
-        self.recluster(&feats);
-        self.basis = feats.iter().map(|f| f.sig).zip(basis).collect();
+        self.recluster_noting(&feats, basis);
         true
     }
 
     /// Gives each censored signature of `feats` that has no stream the
-    /// stream of the nearest centroid; returns whether any got one.
-    fn place_new(&mut self, feats: &[Feature]) -> bool {
+    /// stream of the nearest centroid, remembering what its feature rested
+    /// on (`basis`, beside `feats`); returns whether any got one.
+    fn place_new(&mut self, feats: &[Feature], basis: &[Basis]) -> bool {
         let c = &self.centroids;
         let mut added = false;
-        for f in feats {
+        for (f, &b) in feats.iter().zip(basis) {
             if !f.censored || self.assign.contains_key(&f.sig) {
                 continue;
             }
             if let Some(s) = nearest_stream(c, f.log2_lifetime) {
                 self.assign.insert(f.sig, s);
+                self.basis.insert(f.sig, b);
                 added = true;
             }
         }

@@ -2,8 +2,10 @@
 //! (`WriteCtx::death`) — the lower bound any real policy is compared with.
 //! `oracle-write` is the same but must give every page of a device write
 //! the write's stream (by the typical lifetime of its pages,
-//! `WriteCtx::write_death`): one device write carries one stream, so that
-//! is the bound for any host placement, where `oracle` also splits writes.
+//! `WriteCtx::write_death`): one device write carries one stream, so it
+//! shows what perfect knowledge gives a placement that keeps writes whole,
+//! where `oracle` also splits them. A reference, not a bound: it clusters
+//! as the oracle does and leaves GC copies to the device.
 //!
 //! Lifetimes (`death − time`, pages; data never invalidated within the trace
 //! counts as lifetime 2^60) are binned on `log2` in quarter steps, weighted by
@@ -22,8 +24,10 @@ use crate::placement::{Placement, StreamId, WriteCtx};
 
 /// Bins per log2 unit.
 const STEPS: f64 = 4.0;
-/// log2 of the lifetime given to data that never dies in the trace.
-const NEVER_LOG2: f64 = 60.0;
+/// log2 of the lifetime given to data that never dies in the trace (also
+/// in the typical lifetime of a write the replay works out for
+/// `oracle-write`).
+pub const NEVER_LOG2: f64 = 60.0;
 const BINS: usize = (NEVER_LOG2 as usize + 1) * STEPS as usize;
 
 /// Tunables of the oracle.
@@ -72,8 +76,8 @@ impl Oracle {
     }
 
     /// `oracle-write`: the oracle that places whole device writes, each
-    /// by the typical lifetime of its pages (`WriteCtx::write_death`): the
-    /// best any host can do, as one device write carries one stream.
+    /// by the typical lifetime of its pages (`WriteCtx::write_death`), as a
+    /// host must: one device write carries one stream.
     pub fn per_write(streams: u32, cfg: OracleConfig) -> Self {
         Oracle {
             per_write: true,

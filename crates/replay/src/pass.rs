@@ -179,7 +179,7 @@ pub(crate) fn run_pass(
 /// invalidated counting as 2^60; `None` when that mean is 2^60 or more
 /// (`WriteCtx::write_death`, for `oracle-write`).
 pub(crate) fn write_lifetime(replay: &Replay, k: u64, pages: u32) -> Option<u64> {
-    const NEVER_LOG2: f64 = 60.0;
+    use pcstream_placement::oracle::NEVER_LOG2;
     let n = pages.max(1);
     let sum: f64 = (0..u64::from(n))
         .map(|i| {

@@ -301,15 +301,8 @@ fn each_measured_page(
 }
 
 /// Pages per stream, most first (ties: lower stream first).
-fn most_first(m: HashMap<u32, u64>) -> Vec<(u32, u64)> {
-    let mut v: Vec<(u32, u64)> = m.into_iter().collect();
-    v.sort_unstable_by(|x, y| y.1.cmp(&x.1).then(x.0.cmp(&y.0)));
-    v
-}
-
-/// Pages per rule, most first (ties: by name).
-fn most_first_rules(m: HashMap<&'static str, u64>) -> Vec<(String, u64)> {
-    let mut v: Vec<(String, u64)> = m.into_iter().map(|(r, n)| (r.to_string(), n)).collect();
+fn most_first<K: Ord>(m: HashMap<K, u64>) -> Vec<(K, u64)> {
+    let mut v: Vec<(K, u64)> = m.into_iter().collect();
     v.sort_unstable_by(|x, y| y.1.cmp(&x.1).then_with(|| x.0.cmp(&y.0)));
     v
 }
@@ -429,7 +422,10 @@ pub fn pcstream_signatures(
                 device_spread_log2: a.by_tail.spread(),
                 explained_by_history: a.by_history.share(),
                 explained_by_write_tail: a.by_tail.share(),
-                rules: most_first_rules(a.rules),
+                rules: most_first(a.rules)
+                    .into_iter()
+                    .map(|(rule, n)| (rule.to_string(), n))
+                    .collect(),
                 refined_pages: a.refined,
             }
         })
