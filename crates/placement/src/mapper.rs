@@ -10,10 +10,17 @@
 //!
 //! Feature of a signature: its EWMA lifetime estimate once some of its data
 //! died. A signature none of whose data has died yet, but which first wrote
-//! at least `censor_min_age` pages ago, gets `log2(age of its first write)`, a
-//! lower bound of its lifetime (a *censored* estimate): data that outlives
+//! at least `censor_min_age` pages ago, gets a *censored* estimate from the
+//! age of its first write, a lower bound of its lifetime: data that outlives
 //! everything is then placed with the longest-lived data instead of in the
-//! unknown stream. The paper has no such rule; `censor = false` turns it off.
+//! unknown stream. The estimate is twice the age (`never_died_beyond_age_log2`
+//! = 1): what has lived its age with no death lives, at the median, as long
+//! again (Gott's estimate: a scale-free lifetime, P(L > x | L > a) = a / x),
+//! so it is not clustered with data that dies *at* that age, which the bare
+//! age would claim. When such a signature's data starts to die, the next
+//! check counts it as changed however little its feature moved
+//! (`recluster_on_first_deaths`): its estimate now rests on deaths. The
+//! paper has no such rule; `censor = false` turns it off.
 //!
 //! Partly censored (`censor_partial_share`, not in the paper): a signature
 //! that has heard deaths, but of fewer than half the pages it wrote, is
@@ -150,6 +157,22 @@ pub struct MapperConfig {
     /// (see the module docs); false leaves it in stream 0 until the next
     /// re-clustering (the paper). Default true.
     pub place_new_keys: bool,
+    /// How far beyond its age (log2 units) a never-died signature's
+    /// censored feature lies: 1 = twice its age, the median lifetime of
+    /// what has lived its age under a scale-free lifetime (see the module
+    /// docs); 0 = its age. On a raw namespace where fio's cold job (written
+    /// once) ran beside a hot one whose pages die at about the cold job's
+    /// age when first clustered, the age put the two in one stream and the
+    /// device's WAF was 1.18 from an empty table; twice the age, 1.04
+    /// (docs/placement-log.md). Default 1.
+    pub never_died_beyond_age_log2: f64,
+    /// A signature clustered on its censored feature whose data has begun
+    /// to die counts as changed at the next check, however little its
+    /// feature moved (see the module docs): otherwise the 10% rule waits
+    /// until the feature moves `change_threshold_log2`, and data placed by
+    /// the other's age keeps arriving in the stream the two share.
+    /// false: only the move counts (the paper). Default true.
+    pub recluster_on_first_deaths: bool,
 }
 
 impl Default for MapperConfig {
@@ -171,6 +194,8 @@ impl Default for MapperConfig {
             min_gap_reassign: true,
             stable_ids: true,
             place_new_keys: true,
+            never_died_beyond_age_log2: 1.0,
+            recluster_on_first_deaths: true,
         }
     }
 }
@@ -264,8 +289,8 @@ pub enum Basis {
     /// Raised by Little's law: most of what it wrote is still live
     /// ([`MapperConfig::censor_partial_share`]).
     Little,
-    /// None of its pages died yet: its age, a lower bound
-    /// ([`MapperConfig::censor`]).
+    /// None of its pages died yet: estimated from its age, a lower bound
+    /// ([`MapperConfig::censor`], [`MapperConfig::never_died_beyond_age_log2`]).
     NeverDied,
     /// Raised to the device's resolution ([`resolution_floor`]).
     Floor,
@@ -287,7 +312,7 @@ impl Basis {
         match self {
             Basis::Deaths => "its key's cluster, learnt from deaths",
             Basis::Little => "its key's cluster, raised by Little's law (mostly live)",
-            Basis::NeverDied => "its key's cluster, never died (its age)",
+            Basis::NeverDied => "its key's cluster, never died (by its age)",
             Basis::Floor => "its key's cluster, at the erase-unit floor",
         }
     }
@@ -475,7 +500,7 @@ impl Mapper {
                 old.then(|| {
                     let f = Feature {
                         sig,
-                        log2_lifetime: (age as f64).log2(),
+                        log2_lifetime: (age as f64).log2() + self.cfg.never_died_beyond_age_log2,
                         weight,
                         censored: true,
                     };
@@ -516,7 +541,12 @@ impl Mapper {
             .iter()
             .filter(|f| match self.clustered.get(&f.sig) {
                 None => true,
-                Some(old) => (f.log2_lifetime - old).abs() >= self.cfg.change_threshold_log2,
+                Some(old) => {
+                    (f.log2_lifetime - old).abs() >= self.cfg.change_threshold_log2
+                        || (self.cfg.recluster_on_first_deaths
+                            && !f.censored
+                            && self.basis.get(&f.sig) == Some(&Basis::NeverDied))
+                }
             })
             .count();
         if (changed as f64) < self.cfg.change_fraction * feats.len() as f64 || changed == 0 {

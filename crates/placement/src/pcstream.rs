@@ -178,6 +178,8 @@ impl PcStreamConfig {
         self.mapper.min_gap_log2 = 0.0;
         self.mapper.stable_ids = false;
         self.mapper.place_new_keys = false;
+        self.mapper.never_died_beyond_age_log2 = 0.0;
+        self.mapper.recluster_on_first_deaths = false;
         self.mapper.censor_partial_share = 0.0;
         self.learn_unattributed = false;
         self

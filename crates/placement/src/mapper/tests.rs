@@ -178,6 +178,93 @@ fn censored_estimate_places_never_dying_data_last() {
     assert_eq!(map.basis(77), None);
 }
 
+/// A hot key whose pages die 600 pages after their write, and a key first
+/// written 800 pages before the check, none of whose pages died: sig 1
+/// rewrites 600 pages in turn, sig 9 writes ten pages once at 1200..1210.
+fn hot_and_never_died(m: &mut LifetimeManager, until: u64) {
+    for t in 0..until {
+        m.write(LBA_SPACE, t % 600, 1, 1, t);
+        if (1200..1210).contains(&t) {
+            m.write(LBA_SPACE, 1000 + t - 1200, 1, 9, t);
+        }
+    }
+}
+
+/// fio's cold job beside a hot one on a raw namespace, in small: at the
+/// check, the never-died key's age (800) is within the 1-log2 gap of the
+/// hot key's lifetime (600), so taken as its estimate it shares the hot
+/// stream; estimated at twice its age it gets a stream of its own above.
+#[test]
+fn a_never_died_key_is_placed_beyond_its_age() {
+    let mut m = lm();
+    hot_and_never_died(&mut m, 2000);
+    for (beyond, apart) in [(1.0, true), (0.0, false)] {
+        let mut map = Mapper::new(
+            3,
+            MapperConfig {
+                censor_min_age: 100,
+                never_died_beyond_age_log2: beyond,
+                ..Default::default()
+            },
+        );
+        map.recluster_from(&m, 2000);
+        let x = map.features(&m, 2000);
+        let x9 = x.iter().find(|f| f.sig == 9).unwrap();
+        assert!(x9.censored);
+        assert!(
+            (x9.log2_lifetime - (800f64.log2() + beyond)).abs() < 0.02,
+            "{x9:?}"
+        );
+        assert_eq!(map.basis(9), Some(Basis::NeverDied));
+        assert_eq!(map.stream(1), 1);
+        assert_eq!(map.stream(9) > map.stream(1), apart, "beyond {beyond}");
+    }
+}
+
+/// A key clustered by its age whose data then dies at about the lifetime
+/// it was placed for: its feature moves less than the change threshold,
+/// yet the next check re-clusters (its estimate now rests on deaths);
+/// without `recluster_on_first_deaths`, the paper's rule, it waits.
+#[test]
+fn a_never_died_keys_first_deaths_recluster_at_once() {
+    for first_deaths in [true, false] {
+        let mut m = lm();
+        hot_and_never_died(&mut m, 2000);
+        let mut map = Mapper::new(
+            3,
+            MapperConfig {
+                check_interval: 10,
+                censor_min_age: 100,
+                recluster_on_first_deaths: first_deaths,
+                ..Default::default()
+            },
+        );
+        assert!(map.maybe_recluster(&m, 2000));
+        assert_eq!(map.basis(9), Some(Basis::NeverDied));
+        // Sig 9's pages die at 2600 (lifetimes ≈ 1395: 2^10.45, placed
+        // for 2^10.64); sig 1 goes on as before.
+        for t in 2000..2700 {
+            m.write(LBA_SPACE, t % 600, 1, 1, t);
+            if t == 2600 {
+                m.invalidate(LBA_SPACE, 1000, 10, t);
+            }
+        }
+        let now = map.features(&m, 2700);
+        let x9 = now.iter().find(|f| f.sig == 9).unwrap();
+        assert!(!x9.censored);
+        let moved = (x9.log2_lifetime - (800f64.log2() + 1.0)).abs();
+        assert!(moved < 0.5, "{x9:?}: moved {moved}, under the threshold");
+        assert_eq!(map.maybe_recluster(&m, 2700), first_deaths);
+        let (reclusters, basis) = if first_deaths {
+            (2, Basis::Deaths)
+        } else {
+            (1, Basis::NeverDied)
+        };
+        assert_eq!(map.reclusters(), reclusters);
+        assert_eq!(map.basis(9), Some(basis));
+    }
+}
+
 /// A signature most of whose pages stay (a tenth overwritten soon, the
 /// rest never) is estimated by Little's law once old enough, and the
 /// mapper says so; one whose pages all die is estimated by its deaths.
