@@ -300,7 +300,8 @@ fn each_measured_page(
     Ok(())
 }
 
-/// Pages per stream, most first (ties: lower stream first).
+/// Pages per key (a stream, or a rule's words), most first (ties: the
+/// lower key first).
 fn most_first<K: Ord>(m: HashMap<K, u64>) -> Vec<(K, u64)> {
     let mut v: Vec<(K, u64)> = m.into_iter().collect();
     v.sort_unstable_by(|x, y| y.1.cmp(&x.1).then_with(|| x.0.cmp(&y.0)));
