@@ -69,9 +69,16 @@
 //! numbered so that as much weight as possible stays in the stream it had
 //! ([`crate::stream_ids`], `stable_ids`); numbering by rank (the paper)
 //! renumbers every cluster above one that appears or goes. Unused ids are
-//! skipped (their centroid is NaN). Then, with `hysteresis_log2` (off by
-//! default), a signature keeps its old stream while that stream's new
-//! centroid is nearly as close as the nearest one.
+//! skipped (their centroid is NaN). A new longest-lived cluster made only
+//! of never-died keys takes the highest id, not the next one up
+//! (`never_died_on_top`, not in the paper): a raw namespace's fill is
+//! placed before anything has died, alone in one cluster; numbered from
+//! the bottom it took id 1, and the short-lived classes that appeared
+//! below it later took id 1 too, so the device copied the fill, cold, at
+//! every collection of the hot stream (docs/placement-log.md). Then,
+//! with `hysteresis_log2` (off by default), a signature keeps its old
+//! stream while that stream's new centroid is nearly as close as the
+//! nearest one.
 //!
 //!
 //! k-means itself is [`crate::kmeans`].
@@ -173,6 +180,14 @@ pub struct MapperConfig {
     /// the other's age keeps arriving in the stream the two share.
     /// false: only the move counts (the paper). Default true.
     pub recluster_on_first_deaths: bool,
+    /// With `stable_ids`: a longest-lived cluster none of whose keys has
+    /// seen a death, and none of whose weight had a stream before, gets
+    /// the highest stream id instead of the next one up (see the module
+    /// docs): what a run writes before anything dies (a fill, a load) is
+    /// placed apart from the short-lived clusters that appear below it
+    /// later, instead of in the id they come to claim. false: numbered
+    /// from the bottom (the paper). Default true.
+    pub never_died_on_top: bool,
 }
 
 impl Default for MapperConfig {
@@ -196,6 +211,7 @@ impl Default for MapperConfig {
             place_new_keys: true,
             never_died_beyond_age_log2: 1.0,
             recluster_on_first_deaths: true,
+            never_died_on_top: true,
         }
     }
 }
@@ -647,6 +663,9 @@ impl Mapper {
                 }
             }
         }
+        if self.cfg.never_died_on_top {
+            prefer_top_for_never_died(&mut kept, feats, &labels);
+        }
         let ids = if self.cfg.stable_ids {
             order_preserving_ids(&kept, self.clusters)
         } else {
@@ -686,6 +705,32 @@ impl Mapper {
         self.centroids = by_stream;
         self.generation += 1;
         self.reclusters += 1;
+    }
+}
+
+/// `never_died_on_top`: when the longest-lived cluster of a
+/// re-clustering is made of never-died keys only (censored features) and
+/// none of its weight had a stream, the least weight that counts
+/// (`f64::MIN_POSITIVE`) for the highest id, so that the numbering, which
+/// otherwise starts at the bottom, puts it there; it breaks ties only, and
+/// any weight that keeps a stream outweighs it.
+fn prefer_top_for_never_died(kept: &mut [Vec<f64>], feats: &[Feature], labels: &[Option<usize>]) {
+    let Some(last) = kept.len().checked_sub(1) else {
+        return;
+    };
+    let mut members = feats
+        .iter()
+        .zip(labels)
+        .filter(|(_, l)| **l == Some(last))
+        .peekable();
+    if members.peek().is_none() || !members.all(|(f, _)| f.censored) {
+        return;
+    }
+    let row = &mut kept[last];
+    if row.iter().all(|&w| w == 0.0) {
+        if let Some(top) = row.last_mut() {
+            *top = f64::MIN_POSITIVE;
+        }
     }
 }
 

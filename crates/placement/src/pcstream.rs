@@ -180,6 +180,7 @@ impl PcStreamConfig {
         self.mapper.place_new_keys = false;
         self.mapper.never_died_beyond_age_log2 = 0.0;
         self.mapper.recluster_on_first_deaths = false;
+        self.mapper.never_died_on_top = false;
         self.mapper.censor_partial_share = 0.0;
         self.learn_unattributed = false;
         self

@@ -221,6 +221,44 @@ fn a_never_died_key_is_placed_beyond_its_age() {
     }
 }
 
+/// raw-zipf's fill in small: one key writes 1000 pages once, nothing
+/// dies, and the first clustering places it; then a hot key appears below
+/// it. With `never_died_on_top` the fill takes the highest id and the hot
+/// key the lowest, apart; numbered from the bottom (the paper), the fill
+/// takes id 1 and the hot key, below it at the next clustering, takes id
+/// 1 too: the stream whose blocks hold the fill's pages.
+#[test]
+fn a_fill_before_any_death_takes_the_top_stream() {
+    for on_top in [true, false] {
+        let mut m = lm();
+        let mut map = Mapper::new(
+            5,
+            MapperConfig {
+                censor_min_age: 100,
+                never_died_on_top: on_top,
+                ..Default::default()
+            },
+        );
+        for t in 0..1000 {
+            m.write(LBA_SPACE, t, 1, 7, t);
+        }
+        map.recluster_from(&m, 1000);
+        let fill = map.stream(7);
+        assert_eq!(fill, if on_top { 4 } else { 1 });
+        for t in 1000..2000 {
+            m.write(LBA_SPACE, 5000 + t % 20, 1, 1, t);
+        }
+        map.recluster_from(&m, 2000);
+        assert_eq!(map.basis(7), Some(Basis::NeverDied));
+        assert_eq!(map.basis(1), Some(Basis::Deaths));
+        assert!(map.stream(1) < map.stream(7));
+        assert_eq!(map.stream(1), 1);
+        // Where the fill's pages went is now the hot stream, or not.
+        assert_eq!(map.stream(7) == fill, on_top);
+        assert_eq!(map.stream(1) == fill, !on_top);
+    }
+}
+
 /// A key clustered by its age whose data then dies at about the lifetime
 /// it was placed for: its feature moves less than the change threshold,
 /// yet the next check re-clusters (its estimate now rests on deaths);
