@@ -663,10 +663,10 @@ impl Mapper {
                 }
             }
         }
-        if self.cfg.never_died_on_top {
-            prefer_top_for_never_died(&mut kept, feats, &labels);
-        }
         let ids = if self.cfg.stable_ids {
+            if self.cfg.never_died_on_top {
+                prefer_top_for_never_died(&mut kept, feats, &labels);
+            }
             order_preserving_ids(&kept, self.clusters)
         } else {
             (1..=centroids.len() as u32).collect()
@@ -718,12 +718,13 @@ fn prefer_top_for_never_died(kept: &mut [Vec<f64>], feats: &[Feature], labels: &
     let Some(last) = kept.len().checked_sub(1) else {
         return;
     };
-    let mut members = feats
+    let mut censored = feats
         .iter()
         .zip(labels)
         .filter(|(_, l)| **l == Some(last))
-        .peekable();
-    if members.peek().is_none() || !members.all(|(f, _)| f.censored) {
+        .map(|(f, _)| f.censored);
+    // Not empty, and every member censored.
+    if censored.next() != Some(true) || !censored.all(|c| c) {
         return;
     }
     let row = &mut kept[last];
