@@ -7,7 +7,7 @@
 //! cc1, as, ld and ar before the daemon has learnt their call paths land in
 //! stream 0. The second build (`rm -rf obj lib bin` then `make`: the same
 //! programs writing the same kinds of files) is placed from its first
-//! write: its stream-0 share is well below the first's. The README's
+//! write: its stream-0 share is well below the first's. docs/performance.md's
 //! figure comes from `scripts/gcc-rebuild.sh` (a larger code base).
 
 mod app_common;

@@ -4,7 +4,7 @@
 //! (filled and aged, so GC is active on every block opened).
 //!
 //! `cargo bench -p ftl-sim --bench sim` prints criterion's host writes/s and,
-//! after each benchmark, the flash page writes/s that the README quotes.
+//! after each benchmark, the flash page writes/s that docs/performance.md quotes.
 
 use std::time::{Duration, Instant};
 

@@ -168,7 +168,7 @@ pub fn events_on() -> bool {
 /// each) and pgbench ran at 0.56× native tps. At 5 ms a backend still sent
 /// ~200 batches a second of ~20 events each, and the connections, not the
 /// daemon's learning, cost pgbench 5 % (0.949× native tps against 0.985×
-/// at 50 ms, side by side, README). A thread that syncs and then goes
+/// at 50 ms, side by side, docs/performance.md). A thread that syncs and then goes
 /// quiet leaves at most 50 ms of events unsent until the next sweep or its
 /// exit; the events are the same, only later.
 pub const SYNC_FLUSH_NS: u64 = 50_000_000;
