@@ -62,6 +62,30 @@ const DB_BENCH_ARGS: &[&str] = &[
     "--bytes_per_sync=262144",
 ];
 
+/// Keys the smallest scratch device is sized for.
+const DEVICE_KEYS: u64 = 200_000;
+/// The smallest scratch device, MiB.
+const DEVICE_MIB: u64 = 512;
+/// Share of the scratch device filled with cold data before db_bench runs,
+/// at [`DEVICE_KEYS`] keys per [`DEVICE_MIB`].
+const DEVICE_FILL: f64 = 0.3;
+
+/// The scratch device of a ground-truth run of `keys` keys: its size (MiB)
+/// and the share of it `record --device-fill` writes first. db_bench's
+/// database peaks at ≈ 1.6 KiB per key here (800-byte values, the WAL,
+/// compaction's inputs and outputs both live), so 200,000 keys take
+/// ≈ 310 MiB of 512: with 30 % of the device cold, its rewrites keep the
+/// flash ≈ 90 % full and GC has work, which a bare 512 MiB device never
+/// gave it (every policy at WAF 1.00–1.01). Above 200,000 keys the device
+/// grows with them; below, the cold share shrinks with them, so the run
+/// never runs out of space, and a small run is simply barely aged (compare
+/// says so).
+fn scratch_device(keys: u64) -> (u64, f64) {
+    let mib = (keys.saturating_mul(DEVICE_MIB).div_ceil(DEVICE_KEYS)).div_ceil(64) * 64;
+    let fill = DEVICE_FILL * (keys as f64 / DEVICE_KEYS as f64).min(1.0);
+    (mib.max(DEVICE_MIB), (fill * 100.0).floor() / 100.0)
+}
+
 /// Runs the subcommand.
 pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
     let me = std::env::current_exe().context("where pcstreamctl is")?;
@@ -129,8 +153,15 @@ impl Demo {
             .arg(self.run.join("events.sock"))
             .arg("--force");
         let db = if ground_truth {
-            // A device the database nearly fills, so its own data ages the flash.
-            record.args(["--device-trace", "--device-size", "512M"]);
+            let (mib, fill) = scratch_device(self.keys);
+            println!(
+                "   on a {mib} MiB scratch ext4, {:.0}% of it filled with cold data first, so that the database's rewrites age the flash",
+                fill * 100.0
+            );
+            record.args(["--device-trace", "--device-size", &format!("{mib}M")]);
+            if fill > 0.0 {
+                record.args(["--device-fill", &format!("{fill:.2}")]);
+            }
             PathBuf::from("./db")
         } else {
             println!(
@@ -433,6 +464,17 @@ fn find_daemon(explicit: Option<&Path>, me: &Path) -> anyhow::Result<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_scratch_device_grows_with_the_keys_and_its_cold_share_shrinks_below_the_default() {
+        assert_eq!(scratch_device(200_000), (512, 0.3));
+        assert_eq!(scratch_device(20_000), (512, 0.03));
+        assert_eq!(scratch_device(1000), (512, 0.0));
+        assert_eq!(scratch_device(400_000), (1024, 0.3));
+        // Rounded up to 64 MiB: 250,000 keys need 640 MiB.
+        assert_eq!(scratch_device(250_000), (640, 0.3));
+        assert_eq!(scratch_device(100_000_000), (256_000, 0.3));
+    }
 
     #[test]
     fn result_lines_drop_progress_and_blanks_and_are_cut() {

@@ -1,8 +1,8 @@
 //! The pass driver: one pass over a replay, every write placed page by page
 //! by a policy (replaced by a fresh instance at round marks when asked),
 //! TRIMs and file invalidations told to it, and each placed page handed to
-//! a sink — the simulated device ([`run`]) or a breakdown that needs none
-//! ([`crate::signatures`]).
+//! a sink: the simulated device ([`run`], [`to_device`]), with a breakdown
+//! beside it ([`crate::signatures`]).
 
 use crate::error::ReplayError;
 use crate::ops::{Op, Replay, WriteClass};
@@ -131,47 +131,59 @@ pub(crate) fn run_pass(
     fb: &mut DeviceFeedback,
 ) -> Result<u64, ReplayError> {
     let streams = ssd.config().streams;
-    drive_pass(
-        replay,
-        slot,
-        fresh,
-        streams,
-        clock0,
-        |ev, policy| match ev {
-            PassEvent::Page {
-                index, lpn, stream, ..
-            } => {
-                ssd.write(lpn, stream)
+    drive_pass(replay, slot, fresh, streams, clock0, |ev, policy| {
+        to_device(replay, ssd, fb, c, &ev, policy)
+    })
+}
+
+/// The device's side of one [`drive_pass`] event: the page written to
+/// `ssd` in its stream, the policy told of the device's writes every
+/// [`DEVICE_REPORT_PAGES`] host pages (and asked for its GC hook), the
+/// counters kept; or the TRIM applied. Every pass that simulates the
+/// device goes through here, so a breakdown that replays beside it
+/// ([`crate::signatures`]) sees the policy decide as the measured run did.
+pub(crate) fn to_device(
+    replay: &Replay,
+    ssd: &mut Ssd,
+    fb: &mut DeviceFeedback,
+    c: &mut RunCounters,
+    ev: &PassEvent,
+    policy: &mut dyn Placement,
+) -> Result<(), ReplayError> {
+    match *ev {
+        PassEvent::Page {
+            index, lpn, stream, ..
+        } => {
+            ssd.write(lpn, stream)
+                .map_err(|source| ReplayError::Sim { index, source })?;
+            if ssd.clock().is_multiple_of(DEVICE_REPORT_PAGES) {
+                fb.report(policy, ssd);
+            }
+            c.pages_per_stream[stream as usize] += 1;
+            if stream == 0 {
+                c.stream0_pages += 1;
+            }
+            Ok(())
+        }
+        PassEvent::Trim { index, lpn, pages } => {
+            // Only pages the replay writes: the others may hold the
+            // cold data of the ageing, which the workload never frees.
+            let mut p = lpn;
+            while p < lpn + pages {
+                if !replay.touches(p) {
+                    p += 1;
+                    continue;
+                }
+                let start = p;
+                while p < lpn + pages && replay.touches(p) {
+                    p += 1;
+                }
+                ssd.trim(start, p - start)
                     .map_err(|source| ReplayError::Sim { index, source })?;
-                if ssd.clock().is_multiple_of(DEVICE_REPORT_PAGES) {
-                    fb.report(policy, ssd);
-                }
-                c.pages_per_stream[stream as usize] += 1;
-                if stream == 0 {
-                    c.stream0_pages += 1;
-                }
-                Ok(())
             }
-            PassEvent::Trim { index, lpn, pages } => {
-                // Only pages the replay writes: the others may hold the
-                // cold data of the ageing, which the workload never frees.
-                let mut p = lpn;
-                while p < lpn + pages {
-                    if !replay.touches(p) {
-                        p += 1;
-                        continue;
-                    }
-                    let start = p;
-                    while p < lpn + pages && replay.touches(p) {
-                        p += 1;
-                    }
-                    ssd.trim(start, p - start)
-                        .map_err(|source| ReplayError::Sim { index, source })?;
-                }
-                Ok(())
-            }
-        },
-    )
+            Ok(())
+        }
+    }
 }
 
 /// The lifetime typical of a device write of `pages` pages from page `k`
@@ -226,8 +238,8 @@ pub(crate) enum PassEvent {
 /// every write is placed page by page, TRIMs and file invalidations are
 /// told to the policy, and `sink` hears each placed page (its stream
 /// clamped to the device's `streams`) and each TRIM, with the policy
-/// placing now — the device simulation, or a breakdown that needs no
-/// device ([`crate::signatures`]).
+/// placing now: the device simulation ([`to_device`]), and a breakdown
+/// beside it ([`crate::signatures`]).
 pub(crate) fn drive_pass(
     replay: &Replay,
     slot: &mut PolicySlot<'_>,

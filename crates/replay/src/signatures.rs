@@ -29,24 +29,23 @@
 //! place differently stands out (issue #28: where pcstream's own rules
 //! help or hurt).
 //!
-//! This drives the policies through the same passes as
-//! [`crate::simulate`] ([`crate::pass`]'s `drive_pass`, same clock and
-//! configuration) without simulating the device, so the policies hear no
-//! device reports ([`pcstream_placement::placement::Placement::device_writes`]).
-//! Since the GC streams on demand that is the one way this breakdown can
-//! differ from a simulated run: there, once the device reports its GC
-//! share, pcstream either gives its GC stream ids to the learners or keeps
-//! them for GC copies for good (`PcStreamDual`'s on-demand rule); here it
-//! keeps the split of stream ids it starts with throughout. Everything
-//! else pcstream decides depends on the replay alone.
+//! Both policies are driven exactly as [`crate::simulate`] drives them,
+//! on a device of their own sized and aged the same way ([`crate::pass`]'s
+//! `to_device`, same clock and configuration): they hear the same device
+//! reports ([`pcstream_placement::placement::Placement::device_writes`])
+//! and install the same GC hook, so the breakdown is the measured run's
+//! placement page by page (pcstream's GC streams on demand, which give
+//! stream ids to its learners or keep them for GC copies once the device
+//! reports its GC share, renumber its streams; a breakdown without the
+//! device showed stream ids the measured run never used).
 
 use crate::error::{ReplayError, RunError};
 use crate::experiment::{policy_config_for, Job};
 use crate::ops::Op;
 use crate::ops::WriteClass;
-use crate::pass::{drive_pass, PassEvent, PolicySlot};
+use crate::pass::{drive_pass, to_device, DeviceFeedback, PassEvent, PolicySlot, RunCounters};
 use crate::separability::{history_group, tail_group, Explained, LastWrite};
-use crate::sizing::layout;
+use crate::sizing::{aged_ssd, layout, DeviceLayout};
 use crate::Replay;
 use pcstream_placement::dual::PcStreamDual;
 use pcstream_placement::pcstream::PcStream;
@@ -245,24 +244,38 @@ struct MeasuredPage {
 }
 
 /// Drives `policy` through the replay's warm-up passes and its measured
-/// pass (as [`crate::simulate`] does: same clock), calling `page` for each
-/// page of the measured pass.
+/// pass on a device of its own, as [`crate::simulate`] does (same clock,
+/// same device reports and GC hook), calling `page` for each page of the
+/// measured pass.
 fn each_measured_page(
     r: &Replay,
+    dev: &DeviceLayout,
     policy: &mut dyn Placement,
-    streams: u32,
     mut page: impl FnMut(MeasuredPage),
 ) -> Result<(), ReplayError> {
+    let mut ssd = aged_ssd(r, dev).map_err(|e| ReplayError::Run {
+        policy: policy.name().to_string(),
+        source: RunError::from(e),
+    })?;
+    let mut fb = DeviceFeedback::default();
+    fb.ask_hook(policy, &mut ssd);
+    let streams = ssd.config().streams;
     let n = r.host_pages();
     let passes = u64::from(r.run_mode.warmup_passes) + 1;
     let mut last = LastWrite::default();
+    let mut clock = 0;
     for pass in 0..passes {
         let measured = pass + 1 == passes;
+        if measured && pass > 0 {
+            ssd.reset_stats();
+        }
+        let mut counters = RunCounters::for_streams(streams);
         let mut slot = PolicySlot {
             base: &mut *policy,
             fresh: None,
         };
-        drive_pass(r, &mut slot, None, streams, pass * n, |ev, policy| {
+        clock = drive_pass(r, &mut slot, None, streams, clock, |ev, policy| {
+            to_device(r, &mut ssd, &mut fb, &mut counters, &ev, policy)?;
             if let PassEvent::Page {
                 index,
                 lpn,
@@ -346,7 +359,7 @@ pub fn pcstream_signatures(
     let mut acc: HashMap<Option<u64>, Acc> = HashMap::new();
     let live_prediction = pc.placed_for();
     let uses_lba = pc.uses_lba();
-    each_measured_page(r, pc.placement(), cfg.streams, |p| {
+    each_measured_page(r, &dev, pc.placement(), |p| {
         let MeasuredPage { stream, k, key, .. } = p;
         let a = acc.entry(key).or_default();
         a.pages += 1;
@@ -378,7 +391,7 @@ pub fn pcstream_signatures(
     // The paper's algorithm through the same passes, beside it.
     let mut paper = PcStream::paper(cfg.streams, cfg.pcstream.clone());
     let mut paper_acc: HashMap<Option<u64>, HashMap<u32, u64>> = HashMap::new();
-    each_measured_page(r, &mut paper, cfg.streams, |p| {
+    each_measured_page(r, &dev, &mut paper, |p| {
         *paper_acc
             .entry(p.key)
             .or_default()

@@ -633,3 +633,75 @@ fn a_writes_typical_lifetime_is_the_geometric_mean_of_its_pages() {
     // longer 2^60.
     assert_eq!(crate::pass::write_lifetime(&r, 1, 2), Some(1 << 31));
 }
+
+/// `compare --signatures` / `--explain` break down the measured run's own
+/// placement: pcstream there hears the device (its reports decide whether
+/// its GC stream ids go to its learners, which renumbers its streams), so
+/// the breakdown drives it on a device too. Ten call paths rewrite ten
+/// regions of a device at ten rates (×2 apart), no TRIM, one warm-up pass,
+/// 50 % over-provisioning: every stream's pages in the breakdown add up to
+/// what the simulated run wrote there (a breakdown without the device had
+/// two streams' pages swapped here).
+#[test]
+fn the_signature_breakdown_is_the_measured_runs_placement() {
+    const REGION: u64 = 512;
+    const REGIONS: u64 = 10;
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    let mut rnd = |n: u64| {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x % n
+    };
+    let write = |lpn: u64, sig: u64| Op::Write {
+        lpn,
+        pages: 4,
+        file: Some((1, sig)),
+        file_page: lpn,
+        signature: Some(sig),
+        app_hint: 0,
+        class: WriteClass::Data,
+    };
+    // Lay out the whole space once, then rewrite: region j is picked with
+    // weight 2^(REGIONS - j).
+    let mut ops: Vec<Op> = (0..REGION * REGIONS)
+        .step_by(4)
+        .map(|lpn| write(lpn, 1 + lpn / REGION))
+        .collect();
+    let total = (1u64 << REGIONS) - 1;
+    for _ in 0..30_000 {
+        let mut r = rnd(total);
+        let mut j = 0;
+        while r >= 1 << (REGIONS - 1 - j) {
+            r -= 1 << (REGIONS - 1 - j);
+            j += 1;
+        }
+        ops.push(write(j * REGION + rnd(REGION / 4) * 4, 1 + j));
+    }
+    let mut r = Replay::from_ops(ops, REGION * REGIONS, Source::GroundTruth).unwrap();
+    r.run_mode.warmup_passes = 1;
+    let job = Job {
+        replay: &r,
+        policy: "pcstream".into(),
+        spec: DeviceSpec {
+            prefill: 0.0,
+            op: 0.5,
+            ..DeviceSpec::default()
+        },
+    };
+    let cfg = PolicyConfig::default();
+    let run = simulate(&job, &cfg).unwrap();
+    assert!(
+        run.stats.gc_pages > 0,
+        "the device collects: {:?}",
+        run.stats
+    );
+    let rows = signatures::pcstream_signatures(&job, &cfg).unwrap();
+    let mut by_stream = vec![0u64; run.counters.pages_per_stream.len()];
+    for row in &rows {
+        for &(s, n) in &row.streams {
+            by_stream[s as usize] += n;
+        }
+    }
+    assert_eq!(by_stream, run.counters.pages_per_stream, "{rows:?}");
+}
