@@ -1,7 +1,7 @@
 //! The pass driver: one pass over a replay, every write placed page by page
 //! by a policy (replaced by a fresh instance at round marks when asked),
 //! TRIMs and file invalidations told to it, and each placed page handed to
-//! a sink: the simulated device ([`run`], [`to_device`]), with a breakdown
+//! a sink: the simulated device ([`run`], `to_device`), with a breakdown
 //! beside it ([`crate::signatures`]).
 
 use crate::error::ReplayError;
