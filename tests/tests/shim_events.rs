@@ -476,17 +476,25 @@ fn unnamed_files_die_at_their_writers_close() {
             .map(|d| (d.1, d.2, d.3))
             .collect()
     };
+    // The named files were created by their open (O_CREAT | O_TRUNC of a
+    // new path): each says so first (TRUNCATE at 0, length 0); an
+    // O_TMPFILE open is not looked at.
+    let created = (InvalidateKind::Truncate as i32, 0, 0);
     assert_eq!(of(ino("tmpfile")), vec![(closed, 0, 10000)], "{deaths:?}");
     assert_eq!(
         of(ino("unlinked")),
-        vec![(unlink, 0, 5000), (closed, 0, 8000)],
+        vec![created, (unlink, 0, 5000), (closed, 0, 8000)],
         "{deaths:?}"
     );
     assert_eq!(
         of(ino("stdio")),
-        vec![(unlink, 0, 4096), (closed, 0, 4196)],
+        vec![created, (unlink, 0, 4096), (closed, 0, 4196)],
         "{deaths:?}"
     );
-    assert_eq!(of(ino("dup")), vec![(unlink, 0, 2000)], "{deaths:?}");
+    assert_eq!(
+        of(ino("dup")),
+        vec![created, (unlink, 0, 2000)],
+        "{deaths:?}"
+    );
     assert_eq!(of(ino("linked")), vec![], "{deaths:?}");
 }

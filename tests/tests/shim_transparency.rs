@@ -154,6 +154,33 @@ fn recorded_events_describe_the_calls() {
         kinds.iter().any(|k| k.0 == K::RenameReplace as i32),
         "{kinds:?}"
     );
+    // An open that created its file says so (TRUNCATE at 0, length 0: what
+    // a learner holds under the inode is an earlier file's): "w" and "at"
+    // (O_CREAT | O_TRUNC of a new path) once each, not at the failed
+    // O_EXCL open of "w" nor at "at"'s second, truncating open of the
+    // existing file; "append" (O_CREAT | O_APPEND) is not looked at.
+    let dir = std::fs::canonicalize(work.path()).unwrap();
+    let created = |name: &str| {
+        let ids: Vec<(u64, u64)> = t
+            .paths()
+            .into_iter()
+            .filter(|(_, p)| Path::new(p) == dir.join(name))
+            .map(|(id, _)| id)
+            .collect();
+        assert!(!ids.is_empty(), "{name} was written: {:?}", t.paths());
+        t.events()
+            .filter(|e| match &e.kind {
+                Some(Kind::Invalidate(i)) => {
+                    (i.kind, i.offset, i.len) == (K::Truncate as i32, 0, 0)
+                        && i.file.is_some_and(|f| ids.contains(&(f.dev, f.ino)))
+                }
+                _ => false,
+            })
+            .count()
+    };
+    assert_eq!(created("w"), 1);
+    assert_eq!(created("at"), 1);
+    assert_eq!(created("append"), 0);
     assert_eq!(
         kinds.iter().filter(|k| k.0 == K::Unlink as i32).count(),
         2,

@@ -629,6 +629,45 @@ pub struct PathStat {
     size: u64,
 }
 
+/// What an `open` that may create or truncate a file found at its path
+/// before the call ([`before_open`]).
+#[derive(Debug, Clone, Copy)]
+pub enum BeforeOpen {
+    /// The file it named (an `O_TRUNC` open: its data past the new size dies).
+    Was(PathStat),
+    /// Nothing: the open creates the file (`O_CREAT | O_EXCL`, or `O_CREAT`
+    /// where the path did not exist).
+    Absent,
+    /// Not looked at, or not known.
+    Unknown,
+}
+
+/// Before an `open` with `flags` of `path`: the file an `O_TRUNC` open
+/// would shrink, or that an `O_CREAT` open creates a new one (`O_EXCL`: it
+/// can only create; `O_TRUNC`: the path's `fstatat` failed with `ENOENT`).
+/// An `O_CREAT` open without either is not looked at (it costs a
+/// `fstatat` per open for a file that mostly exists: an append-mode log).
+///
+/// # Safety
+/// As [`stat_path`].
+pub unsafe fn before_open(dirfd: c_int, path: *const c_char, flags: c_int) -> BeforeOpen {
+    let creat = flags & libc::O_CREAT != 0;
+    if creat && flags & libc::O_EXCL != 0 {
+        return BeforeOpen::Absent;
+    }
+    if flags & libc::O_TRUNC == 0 {
+        return BeforeOpen::Unknown;
+    }
+    // SAFETY: forwarded caller contract.
+    match unsafe { stat_path(dirfd, path, flags & libc::O_NOFOLLOW == 0) } {
+        Some(s) => BeforeOpen::Was(s),
+        None if creat && !path.is_null() && crate::sys::errno() == libc::ENOENT => {
+            BeforeOpen::Absent
+        }
+        None => BeforeOpen::Unknown,
+    }
+}
+
 /// `fstatat(dirfd, path)`; `follow` = follow a final symlink.
 ///
 /// # Safety
@@ -774,7 +813,7 @@ pub fn stat_fd(fd: c_int) -> Option<PathStat> {
 /// After a successful `open*`/`creat`/`fopen` returning `fd`. `before` is the
 /// path's state before an `O_TRUNC` open; `stdio` marks stdio-owned
 /// descriptors (position managed by libc, never tracked).
-pub fn opened(fd: c_int, oflags: c_int, before: Option<PathStat>, stdio: bool) {
+pub fn opened(fd: c_int, oflags: c_int, before: BeforeOpen, stdio: bool) {
     let Some(st) = crate::sys::fstat(fd) else {
         files::clear(fd);
         return;
@@ -784,8 +823,8 @@ pub fn opened(fd: c_int, oflags: c_int, before: Option<PathStat>, stdio: bool) {
         dev: st.st_dev,
         ino: st.st_ino,
     };
-    if let Some(b) = before {
-        if b.id == id && b.regular && b.size > st.st_size as u64 {
+    match before {
+        BeforeOpen::Was(b) if b.id == id && b.regular && b.size > st.st_size as u64 => {
             invalidate(
                 id,
                 InvalidateKind::Truncate,
@@ -793,6 +832,21 @@ pub fn opened(fd: c_int, oflags: c_int, before: Option<PathStat>, stdio: bool) {
                 b.size - st.st_size as u64,
             );
         }
+        BeforeOpen::Absent if st.st_mode & libc::S_IFMT == libc::S_IFREG => {
+            // A new file: whatever a learner still holds under its inode
+            // number is an earlier file's, deleted where no shim saw it
+            // (`rm` without the shim, another host's process, a re-run's
+            // clean-up): it dies now, so the new file's writes are not
+            // taken for overwrites in place (docs/shim.md, "Events").
+            crate::pageage::gone(id);
+            state::emit(&Kind::Invalidate {
+                file: id,
+                kind: InvalidateKind::Truncate,
+                offset: 0,
+                len: 0,
+            });
+        }
+        _ => {}
     }
     if hint::have_map() || crate::live::present() {
         if st.st_mode & libc::S_IFMT == libc::S_IFREG {

@@ -45,14 +45,14 @@ fn opened<F: Copy>(
     call: impl Fn(F) -> c_int,
 ) -> c_int {
     let before = |g: &Guard| {
-        if flags & libc::O_TRUNC != 0 && state::events_on() {
+        if state::events_on() {
             g.observe(|| {
                 // SAFETY: the application's pointers, as it passes them to the real call.
-                unsafe { track::stat_path(dirfd, path, flags & libc::O_NOFOLLOW == 0) }
+                unsafe { track::before_open(dirfd, path, flags) }
             })
-            .flatten()
+            .unwrap_or(track::BeforeOpen::Unknown)
         } else {
-            None
+            track::BeforeOpen::Unknown
         }
     };
     let after = |g: &Guard, fd: c_int, stat| {

@@ -314,14 +314,14 @@ pub unsafe fn fopen(
 ) -> *mut FILE {
     let before = |g: &Guard| {
         let flags = g.observe(|| fopen_flags(mode)).unwrap_or(0);
-        let stat = if flags & libc::O_TRUNC != 0 && state::events_on() {
+        let stat = if state::events_on() {
             g.observe(|| {
                 // SAFETY: the application's pointers, as it passes them to fopen.
-                unsafe { track::stat_path(libc::AT_FDCWD, path, true) }
+                unsafe { track::before_open(libc::AT_FDCWD, path, flags) }
             })
-            .flatten()
+            .unwrap_or(track::BeforeOpen::Unknown)
         } else {
-            None
+            track::BeforeOpen::Unknown
         };
         (flags, stat)
     };
