@@ -810,8 +810,8 @@ pub fn stat_fd(fd: c_int) -> Option<PathStat> {
     })
 }
 
-/// After a successful `open*`/`creat`/`fopen` returning `fd`. `before` is the
-/// path's state before an `O_TRUNC` open; `stdio` marks stdio-owned
+/// After a successful `open*`/`creat`/`fopen` returning `fd`. `before` is
+/// what [`before_open`] found at the path; `stdio` marks stdio-owned
 /// descriptors (position managed by libc, never tracked).
 pub fn opened(fd: c_int, oflags: c_int, before: BeforeOpen, stdio: bool) {
     let Some(st) = crate::sys::fstat(fd) else {
@@ -839,12 +839,7 @@ pub fn opened(fd: c_int, oflags: c_int, before: BeforeOpen, stdio: bool) {
             // clean-up): it dies now, so the new file's writes are not
             // taken for overwrites in place (docs/shim.md, "Events").
             crate::pageage::gone(id);
-            state::emit(&Kind::Invalidate {
-                file: id,
-                kind: InvalidateKind::Truncate,
-                offset: 0,
-                len: 0,
-            });
+            invalidate(id, InvalidateKind::Truncate, 0, 0);
         }
         _ => {}
     }

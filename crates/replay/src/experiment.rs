@@ -5,7 +5,7 @@
 
 use crate::error::{ReplayError, RunError};
 use crate::ops::Replay;
-use crate::pass::{run_pass, DeviceFeedback, MakePolicy, PolicySlot, RunCounters};
+use crate::pass::{run_passes, DeviceFeedback, MakePolicy, PolicySlot, RunCounters};
 use crate::sizing::{aged_ssd, layout, DeviceLayout, DeviceSpec};
 use ftl_sim::Stats;
 use pcstream_placement::policies::{self, PolicyConfig};
@@ -98,34 +98,14 @@ pub fn simulate(job: &Job<'_>, policy_cfg: &PolicyConfig) -> Result<RunResult, R
         base: policy.as_mut(),
         fresh: None,
     };
-    let mut clock = 0;
-    for _ in 0..mode.warmup_passes {
-        let mut scratch = RunCounters::for_streams(job.spec.streams);
-        clock = run_pass(
-            job.replay,
-            &mut slot,
-            fresh,
-            &mut ssd,
-            clock,
-            &mut scratch,
-            &mut fb,
-        )?;
-    }
-    if mode.warmup_passes > 0 {
-        ssd.reset_stats();
-    }
-    let t0 = std::time::Instant::now();
-    let mut counters = RunCounters::for_streams(ssd.config().streams);
-    run_pass(
+    let (counters, seconds) = run_passes(
         job.replay,
         &mut slot,
         fresh,
         &mut ssd,
-        clock,
-        &mut counters,
         &mut fb,
+        |_, _, _, _| {},
     )?;
-    let seconds = t0.elapsed().as_secs_f64();
     let policy_counters = slot
         .get()
         .counters()

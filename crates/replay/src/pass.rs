@@ -136,6 +136,43 @@ pub(crate) fn run_pass(
     })
 }
 
+/// Every pass of a run on `ssd`, as [`crate::simulate`] measures it: the
+/// replay's warm-up passes ([`crate::ops::RunMode::warmup_passes`]), the
+/// device's statistics reset, then the measured pass, each through
+/// [`to_device`]. `sink` hears every event of every pass after the device
+/// has, with the pass's number (0-based) and whether it is the measured
+/// one. Returns the measured pass's counters and its wall-clock seconds.
+pub(crate) fn run_passes(
+    replay: &Replay,
+    slot: &mut PolicySlot<'_>,
+    fresh: Option<MakePolicy<'_>>,
+    ssd: &mut Ssd,
+    fb: &mut DeviceFeedback,
+    mut sink: impl FnMut(u32, bool, &PassEvent, &mut dyn Placement),
+) -> Result<(RunCounters, f64), ReplayError> {
+    let streams = ssd.config().streams;
+    let warmup = replay.run_mode.warmup_passes;
+    let mut clock = 0;
+    let mut t0 = std::time::Instant::now();
+    let mut counters = RunCounters::for_streams(streams);
+    for pass in 0..=warmup {
+        let measured = pass == warmup;
+        if measured {
+            if warmup > 0 {
+                ssd.reset_stats();
+            }
+            t0 = std::time::Instant::now();
+        }
+        counters = RunCounters::for_streams(streams);
+        clock = drive_pass(replay, slot, fresh, streams, clock, |ev, policy| {
+            to_device(replay, ssd, fb, &mut counters, &ev, policy)?;
+            sink(pass, measured, &ev, policy);
+            Ok(())
+        })?;
+    }
+    Ok((counters, t0.elapsed().as_secs_f64()))
+}
+
 /// The device's side of one [`drive_pass`] event: the page written to
 /// `ssd` in its stream, the policy told of the device's writes every
 /// [`DEVICE_REPORT_PAGES`] host pages (and asked for its GC hook), the

@@ -43,7 +43,7 @@ use crate::error::{ReplayError, RunError};
 use crate::experiment::{policy_config_for, Job};
 use crate::ops::Op;
 use crate::ops::WriteClass;
-use crate::pass::{drive_pass, to_device, DeviceFeedback, PassEvent, PolicySlot, RunCounters};
+use crate::pass::{run_passes, DeviceFeedback, PassEvent, PolicySlot};
 use crate::separability::{history_group, tail_group, Explained, LastWrite};
 use crate::sizing::{aged_ssd, layout, DeviceLayout};
 use crate::Replay;
@@ -259,24 +259,20 @@ fn each_measured_page(
     })?;
     let mut fb = DeviceFeedback::default();
     fb.ask_hook(policy, &mut ssd);
-    let streams = ssd.config().streams;
     let n = r.host_pages();
-    let passes = u64::from(r.run_mode.warmup_passes) + 1;
     let mut last = LastWrite::default();
-    let mut clock = 0;
-    for pass in 0..passes {
-        let measured = pass + 1 == passes;
-        if measured && pass > 0 {
-            ssd.reset_stats();
-        }
-        let mut counters = RunCounters::for_streams(streams);
-        let mut slot = PolicySlot {
-            base: &mut *policy,
-            fresh: None,
-        };
-        clock = drive_pass(r, &mut slot, None, streams, clock, |ev, policy| {
-            to_device(r, &mut ssd, &mut fb, &mut counters, &ev, policy)?;
-            if let PassEvent::Page {
+    let mut slot = PolicySlot {
+        base: policy,
+        fresh: None,
+    };
+    run_passes(
+        r,
+        &mut slot,
+        None,
+        &mut ssd,
+        &mut fb,
+        |pass, measured, ev, policy| {
+            let &PassEvent::Page {
                 index,
                 lpn,
                 stream,
@@ -284,32 +280,33 @@ fn each_measured_page(
                 signature,
                 class,
             } = ev
-            {
-                let since_written = last.write(lpn, pass * n + k);
-                if measured {
-                    let key = match class {
-                        WriteClass::Data => signature,
-                        WriteClass::Metadata => None,
-                    };
-                    let from_end = match r.ops.get(index) {
-                        Some(&Op::Write {
-                            lpn: first, pages, ..
-                        }) => (first + u64::from(pages)).saturating_sub(lpn + 1),
-                        _ => 0,
-                    };
-                    page(MeasuredPage {
-                        stream,
-                        k,
-                        key,
-                        from_end,
-                        since_written,
-                        placed_by: policy.placed_by(),
-                    });
-                }
+            else {
+                return;
+            };
+            let since_written = last.write(lpn, u64::from(pass) * n + k);
+            if !measured {
+                return;
             }
-            Ok(())
-        })?;
-    }
+            let key = match class {
+                WriteClass::Data => signature,
+                WriteClass::Metadata => None,
+            };
+            let from_end = match r.ops.get(index) {
+                Some(&Op::Write {
+                    lpn: first, pages, ..
+                }) => (first + u64::from(pages)).saturating_sub(lpn + 1),
+                _ => 0,
+            };
+            page(MeasuredPage {
+                stream,
+                k,
+                key,
+                from_end,
+                since_written,
+                placed_by: policy.placed_by(),
+            });
+        },
+    )?;
     Ok(())
 }
 
