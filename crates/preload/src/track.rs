@@ -5,20 +5,27 @@
 //! Writes to regular files get a signature, a stream and hint from the
 //! mapping, and a `WriteEvent` (writes to block devices with write streams
 //! too: `rawdev.rs`); calls that end the life of data produce
-//! `InvalidateEvent`s; the application's own `F_SET_RW_HINT` becomes an
-//! `AppHintEvent` (and is repaired when malformed).
+//! `InvalidateEvent`s (`track/lifecycle.rs`); the application's own
+//! `F_SET_RW_HINT` becomes an `AppHintEvent` (and is repaired when
+//! malformed).
 
 use crate::batch::RawWrite;
 use crate::context::{cached_context, capture_described};
-use crate::events::{FileId, InvalidateKind, Kind, WriteCall};
+use crate::events::{FileId, Kind, WriteCall};
 use crate::state::{self, events_on, SEEN_FILES};
 use crate::tls::Thread;
 use crate::{files, hint, real};
 
 mod aged;
+mod lifecycle;
 pub(crate) use aged::ages_recorded;
 pub use aged::pre_place;
 use libc::{c_char, c_int, FILE};
+pub use lifecycle::{
+    before_close, before_fclose, before_open, before_rename, before_unlink, closed_unnamed,
+    discarded, fallocated, flags_changed, opened, replaced, stat_fd, stat_path, truncated,
+    unlinked, BeforeOpen, PathStat,
+};
 use pcstream_placement::hint::RwHint;
 use pcstream_placement::signature::mix64;
 
@@ -618,291 +625,6 @@ fn continued_offset(t: &Thread, f: *mut FILE, (base, ptr): (usize, usize), n: u6
     let start = ptr.checked_sub(n as usize)?;
     let gap = start.checked_sub(t.stdio_ptr.get())?;
     (gap as u64 <= crate::batch::STDIO_GAP).then(|| t.stdio_end.get() + gap as u64)
-}
-
-/// Identity, type, link count and size of a path (before a destructive call).
-#[derive(Debug, Clone, Copy)]
-pub struct PathStat {
-    id: FileId,
-    regular: bool,
-    nlink: u64,
-    size: u64,
-}
-
-/// What an `open` that may create or truncate a file found at its path
-/// before the call ([`before_open`]).
-#[derive(Debug, Clone, Copy)]
-pub enum BeforeOpen {
-    /// The file it named (an `O_TRUNC` open: its data past the new size dies).
-    Was(PathStat),
-    /// Nothing: the open creates the file (`O_CREAT | O_EXCL`, or `O_CREAT`
-    /// where the path did not exist).
-    Absent,
-    /// Not looked at, or not known.
-    Unknown,
-}
-
-/// Before an `open` with `flags` of `path`: the file an `O_TRUNC` open
-/// would shrink, or that an `O_CREAT` open creates a new one (`O_EXCL`: it
-/// can only create; `O_TRUNC`: the path's `fstatat` failed with `ENOENT`).
-/// An `O_CREAT` open without either is not looked at (it costs a
-/// `fstatat` per open for a file that mostly exists: an append-mode log).
-///
-/// # Safety
-/// As [`stat_path`].
-pub unsafe fn before_open(dirfd: c_int, path: *const c_char, flags: c_int) -> BeforeOpen {
-    let creat = flags & libc::O_CREAT != 0;
-    if creat && flags & libc::O_EXCL != 0 {
-        return BeforeOpen::Absent;
-    }
-    if flags & libc::O_TRUNC == 0 {
-        return BeforeOpen::Unknown;
-    }
-    // SAFETY: forwarded caller contract.
-    match unsafe { stat_path(dirfd, path, flags & libc::O_NOFOLLOW == 0) } {
-        Some(s) => BeforeOpen::Was(s),
-        None if creat && !path.is_null() && crate::sys::errno() == libc::ENOENT => {
-            BeforeOpen::Absent
-        }
-        None => BeforeOpen::Unknown,
-    }
-}
-
-/// `fstatat(dirfd, path)`; `follow` = follow a final symlink.
-///
-/// # Safety
-/// `path` is null or the C string the application passes to the real call.
-pub unsafe fn stat_path(dirfd: c_int, path: *const c_char, follow: bool) -> Option<PathStat> {
-    if path.is_null() {
-        return None;
-    }
-    let flags = if follow { 0 } else { libc::AT_SYMLINK_NOFOLLOW };
-    // SAFETY: path is the application's C string (it passes the same to the
-    // real call); fstatat only reads it.
-    let st = unsafe { crate::sys::fstatat(dirfd, path, flags) }?;
-    Some(PathStat {
-        id: FileId {
-            dev: st.st_dev,
-            ino: st.st_ino,
-        },
-        regular: st.st_mode & libc::S_IFMT == libc::S_IFREG,
-        nlink: st.st_nlink,
-        size: st.st_size as u64,
-    })
-}
-
-fn invalidate(id: FileId, kind: InvalidateKind, offset: u64, len: u64) {
-    crate::pageage::forget(id, offset, offset.saturating_add(len));
-    if matches!(
-        kind,
-        InvalidateKind::Unlink | InvalidateKind::CloseUnlinked | InvalidateKind::RenameReplace
-    ) {
-        crate::pageage::gone(id);
-    }
-    state::emit(&Kind::Invalidate {
-        file: id,
-        kind,
-        offset,
-        len,
-    });
-}
-
-/// Before `unlink`-like calls: the file whose last link may go.
-///
-/// # Safety
-/// As [`stat_path`].
-pub unsafe fn before_unlink(dirfd: c_int, path: *const c_char) -> Option<PathStat> {
-    // SAFETY: forwarded caller contract.
-    unsafe { stat_path(dirfd, path, false) }.filter(|s| s.regular && s.nlink == 1)
-}
-
-/// After a successful unlink of a file seen by [`before_unlink`].
-pub fn unlinked(s: PathStat) {
-    hint::forget(s.id);
-    SEEN_FILES.remove(file_key(s.id));
-    invalidate(s.id, InvalidateKind::Unlink, 0, s.size);
-}
-
-/// Before `close(fd)` (or `fclose` of its stream): the file, when this
-/// descriptor is the writer's only handle on a file without a name (an
-/// `O_TMPFILE` never linked, a file unlinked while open), whose data then
-/// dies at the close. Only for a descriptor this process opened and wrote
-/// through (in this fork generation) and never duplicated, with events on:
-/// another handle may keep the file (and write to it) after this close.
-pub fn before_close(fd: c_int) -> Option<PathStat> {
-    if !events_on() {
-        return None;
-    }
-    let info = files::get(fd)?;
-    if !(info.regular && info.named && !info.shared) {
-        return None;
-    }
-    stat_fd(fd).filter(|s| s.regular && s.nlink == 0)
-}
-
-/// [`before_close`] for `fclose(f)` (`fd` its descriptor): the size
-/// counts what the stream still buffers (its position, when further).
-///
-/// # Safety
-/// `f` is the stream the application passes to `fclose`.
-pub unsafe fn before_fclose(f: *mut FILE, fd: c_int) -> Option<PathStat> {
-    let mut s = before_close(fd)?;
-    if let Some(ftello) = real::FTELLO.get() {
-        // SAFETY: the caller's contract (a stream about to be closed).
-        let pos = unsafe { ftello(f) };
-        if pos > 0 {
-            s.size = s.size.max(pos as u64);
-        }
-    }
-    Some(s)
-}
-
-/// After a successful close of a file seen by [`before_close`].
-pub fn closed_unnamed(s: PathStat) {
-    hint::forget(s.id);
-    SEEN_FILES.remove(file_key(s.id));
-    invalidate(s.id, InvalidateKind::CloseUnlinked, 0, s.size);
-}
-
-/// Before `rename*`: the destination that would be replaced (and the source,
-/// to tell a no-op rename of a file onto itself).
-///
-/// # Safety
-/// As [`stat_path`], for both paths.
-pub unsafe fn before_rename(
-    olddir: c_int,
-    old: *const c_char,
-    newdir: c_int,
-    new: *const c_char,
-) -> Option<PathStat> {
-    // SAFETY: forwarded caller contract.
-    let dst = unsafe { stat_path(newdir, new, false) }.filter(|s| s.regular && s.nlink == 1)?;
-    // SAFETY: forwarded caller contract.
-    let src = unsafe { stat_path(olddir, old, false) }?;
-    (src.id != dst.id).then_some(dst)
-}
-
-/// After a successful rename that replaced `dst`.
-pub fn replaced(dst: PathStat) {
-    hint::forget(dst.id);
-    SEEN_FILES.remove(file_key(dst.id));
-    invalidate(dst.id, InvalidateKind::RenameReplace, 0, dst.size);
-}
-
-/// After a successful truncate to `len` of a file that had `before.size`.
-pub fn truncated(before: PathStat, len: u64) {
-    if before.regular && before.size > len {
-        invalidate(before.id, InvalidateKind::Truncate, len, before.size - len);
-    }
-}
-
-/// `fstat` of a descriptor as a [`PathStat`].
-pub fn stat_fd(fd: c_int) -> Option<PathStat> {
-    let st = crate::sys::fstat(fd)?;
-    Some(PathStat {
-        id: FileId {
-            dev: st.st_dev,
-            ino: st.st_ino,
-        },
-        regular: st.st_mode & libc::S_IFMT == libc::S_IFREG,
-        nlink: st.st_nlink,
-        size: st.st_size as u64,
-    })
-}
-
-/// After a successful `open*`/`creat`/`fopen` returning `fd`. `before` is
-/// what [`before_open`] found at the path; `stdio` marks stdio-owned
-/// descriptors (position managed by libc, never tracked).
-pub fn opened(fd: c_int, oflags: c_int, before: BeforeOpen, stdio: bool) {
-    let Some(st) = crate::sys::fstat(fd) else {
-        files::clear(fd);
-        return;
-    };
-    files::set(fd, &st, oflags, !stdio);
-    let id = FileId {
-        dev: st.st_dev,
-        ino: st.st_ino,
-    };
-    match before {
-        BeforeOpen::Was(b) if b.id == id && b.regular && b.size > st.st_size as u64 => {
-            invalidate(
-                id,
-                InvalidateKind::Truncate,
-                st.st_size as u64,
-                b.size - st.st_size as u64,
-            );
-        }
-        BeforeOpen::Absent if st.st_mode & libc::S_IFMT == libc::S_IFREG => {
-            // A new file: whatever a learner still holds under its inode
-            // number is an earlier file's, deleted where no shim saw it
-            // (`rm` without the shim, another host's process, a re-run's
-            // clean-up): it dies now, so the new file's writes are not
-            // taken for overwrites in place (docs/shim.md, "Events").
-            crate::pageage::gone(id);
-            invalidate(id, InvalidateKind::Truncate, 0, 0);
-        }
-        _ => {}
-    }
-    if hint::have_map() || crate::live::present() {
-        if st.st_mode & libc::S_IFMT == libc::S_IFREG {
-            hint::refresh(fd, id);
-        } else if let Some(r) = files::raw(fd) {
-            crate::rawdev::refresh(fd, id, r.rdev);
-        }
-    }
-}
-
-/// After a successful `fcntl(fd, F_SETFL, …)`: `O_APPEND` or `O_DIRECT`
-/// may have changed. A descriptor with an entry gets it made again from
-/// its flags as they are now (its position no longer tracked); one
-/// without stays without.
-pub fn flags_changed(fd: c_int) {
-    if files::get(fd).is_none() {
-        files::clear(fd);
-        return;
-    }
-    let fl = crate::sys::fcntl(fd, libc::F_GETFL, 0);
-    match crate::sys::fstat(fd) {
-        Some(st) if fl >= 0 => files::set(fd, &st, fl, false),
-        _ => files::clear(fd),
-    }
-}
-
-/// After `fallocate(fd, mode, off, len)` succeeded.
-pub fn fallocated(fd: c_int, mode: c_int, off: i64, len: i64) {
-    const KILLS: c_int =
-        libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_COLLAPSE_RANGE | libc::FALLOC_FL_ZERO_RANGE;
-    if mode & KILLS == 0 || len <= 0 {
-        return;
-    }
-    let id = match stat_fd(fd) {
-        Some(s) if s.regular => s.id,
-        // A block device with write streams: the range is deallocated.
-        _ => match files::raw(fd) {
-            Some(r) => crate::rawdev::device_id(r.rdev),
-            None => return,
-        },
-    };
-    invalidate(id, InvalidateKind::PunchHole, off.max(0) as u64, len as u64);
-}
-
-/// After a successful `BLKDISCARD`/`BLKSECDISCARD`/`BLKZEROOUT` on `fd`
-/// whose argument `arg` points to `{start, length}` (bytes): on a block
-/// device with write streams, that range died (`PUNCH_HOLE` of the
-/// device's `FileId`).
-pub fn discarded(fd: c_int, arg: usize) {
-    let Some(r) = files::raw(fd) else { return };
-    let (Some(start), Some(len)) = (peek_u64(arg), peek_u64(arg.wrapping_add(8))) else {
-        return;
-    };
-    if len > 0 {
-        invalidate(
-            crate::rawdev::device_id(r.rdev),
-            InvalidateKind::PunchHole,
-            start,
-            len,
-        );
-    }
 }
 
 /// Reads 8 bytes of the application's memory without risking a fault.
