@@ -130,6 +130,18 @@ int main(int argc, char **argv) {
     SHOW("pwrite append (ignores offset)", pwrite(ap, "!", 1, 0));
     SHOW("close append", close(ap));
     SHOW("size append", file_size(p("append")));
+    /* reopened: it holds data now (no creation event), then an empty file
+     * made without the shim's view and opened for writing (one) */
+    ap = open(p("append"), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    SHOW("write append again", write(ap, "?", 1));
+    SHOW("close append again", close(ap));
+    int rw = open(p("rw"), O_RDWR | O_CREAT, 0644);
+    SHOW("close rw (created)", close(rw));
+    rw = open(p("rw"), O_RDONLY);
+    SHOW("close rw (read-only, empty)", close(rw));
+    rw = open(p("rw"), O_RDWR);
+    SHOW("write rw (opened empty)", pwrite(rw, buf, 100, 4096));
+    SHOW("close rw", close(rw));
     int sf = open(p("setfl"), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     SHOW("write before F_SETFL", write(sf, "hello", 5));
     SHOW("F_SETFL O_APPEND", fcntl(sf, F_SETFL, O_APPEND));

@@ -476,11 +476,15 @@ fn unnamed_files_die_at_their_writers_close() {
             .map(|d| (d.1, d.2, d.3))
             .collect()
     };
-    // The named files were created by their open (O_CREAT | O_TRUNC of a
-    // new path): each says so first (TRUNCATE at 0, length 0); an
-    // O_TMPFILE open is not looked at.
+    // Every file was created by its open (O_CREAT | O_TRUNC of a new path,
+    // or O_TMPFILE), empty and writable: each says so first (TRUNCATE at 0,
+    // length 0).
     let created = (InvalidateKind::Truncate as i32, 0, 0);
-    assert_eq!(of(ino("tmpfile")), vec![(closed, 0, 10000)], "{deaths:?}");
+    assert_eq!(
+        of(ino("tmpfile")),
+        vec![created, (closed, 0, 10000)],
+        "{deaths:?}"
+    );
     assert_eq!(
         of(ino("unlinked")),
         vec![created, (unlink, 0, 5000), (closed, 0, 8000)],
@@ -496,5 +500,5 @@ fn unnamed_files_die_at_their_writers_close() {
         vec![created, (unlink, 0, 2000)],
         "{deaths:?}"
     );
-    assert_eq!(of(ino("linked")), vec![], "{deaths:?}");
+    assert_eq!(of(ino("linked")), vec![created], "{deaths:?}");
 }

@@ -103,12 +103,13 @@ fn recorded_events_describe_the_calls() {
             (6010, 200, c)
         ]
     );
-    // O_APPEND: the second write lands at the end despite lseek(0).
+    // O_APPEND: the second write lands at the end despite lseek(0) (the
+    // last, after a reopening, too).
     let app: Vec<_> = writes_to(&t, &work.path().join("append"))
         .iter()
         .map(|e| (e.offset, e.len))
         .collect();
-    assert_eq!(app, vec![(0, 5), (5, 5), (10, 1)]);
+    assert_eq!(app, vec![(0, 5), (5, 5), (10, 1), (11, 1)]);
     // O_APPEND switched on with F_SETFL, and pwritev2(RWF_APPEND).
     let setfl: Vec<_> = writes_to(&t, &work.path().join("setfl"))
         .iter()
@@ -154,11 +155,14 @@ fn recorded_events_describe_the_calls() {
         kinds.iter().any(|k| k.0 == K::RenameReplace as i32),
         "{kinds:?}"
     );
-    // An open that created its file says so (TRUNCATE at 0, length 0: what
-    // a learner holds under the inode is an earlier file's): "w" and "at"
-    // (O_CREAT | O_TRUNC of a new path) once each, not at the failed
-    // O_EXCL open of "w" nor at "at"'s second, truncating open of the
-    // existing file; "append" (O_CREAT | O_APPEND) is not looked at.
+    // An empty file opened for writing says so (TRUNCATE at 0, length 0:
+    // what a learner holds under the inode is dead, most often an earlier
+    // file's): "w" and "at" (O_CREAT | O_TRUNC of a new path) and "append"
+    // (O_CREAT | O_APPEND) once each, at their creation; not at the failed
+    // O_EXCL open of "w", at "at"'s second, truncating open of the existing
+    // file (a truncation of its 33 bytes instead), nor at "append"'s
+    // reopening with data in it. "rw": created by O_RDWR | O_CREAT (one),
+    // opened read-only while empty (none), then O_RDWR while empty (one).
     let dir = std::fs::canonicalize(work.path()).unwrap();
     let created = |name: &str| {
         let ids: Vec<(u64, u64)> = t
@@ -180,7 +184,8 @@ fn recorded_events_describe_the_calls() {
     };
     assert_eq!(created("w"), 1);
     assert_eq!(created("at"), 1);
-    assert_eq!(created("append"), 0);
+    assert_eq!(created("append"), 1);
+    assert_eq!(created("rw"), 2);
     assert_eq!(
         kinds.iter().filter(|k| k.0 == K::Unlink as i32).count(),
         2,

@@ -2,10 +2,11 @@
 //! discard a range of it, mean: the path's state looked at just before a
 //! destructive call ([`PathStat`], [`before_open`]) and the
 //! `InvalidateEvent`s for the data that died (unlink of the last link,
-//! replacing rename, truncation, `O_TRUNC`, a file's creation, a punched
-//! hole, a raw device's discard); and the descriptor table kept as opens
-//! and `F_SETFL` change it. Split from `track.rs`, which keeps the write
-//! paths: these are the calls that end data's life rather than write it.
+//! replacing rename, truncation, `O_TRUNC`, an empty file opened for
+//! writing — mostly a file's creation —, a punched hole, a raw device's
+//! discard); and the descriptor table kept as opens and `F_SETFL` change
+//! it. Split from `track.rs`, which keeps the write paths: these are the
+//! calls that end data's life rather than write it.
 
 use super::{file_key, peek_u64};
 use crate::events::{FileId, InvalidateKind, Kind};
@@ -22,41 +23,30 @@ pub struct PathStat {
     size: u64,
 }
 
-/// What an `open` that may create or truncate a file found at its path
-/// before the call ([`before_open`]).
+/// What an `open` that may truncate a file found at its path before the
+/// call ([`before_open`]).
 #[derive(Debug, Clone, Copy)]
 pub enum BeforeOpen {
     /// The file it named (an `O_TRUNC` open: its data past the new size dies).
     Was(PathStat),
-    /// Nothing: the open creates the file (`O_CREAT | O_EXCL`, or `O_CREAT`
-    /// where the path did not exist).
-    Absent,
-    /// Not looked at, or not known.
+    /// Not looked at, or nothing there.
     Unknown,
 }
 
 /// Before an `open` with `flags` of `path`: the file an `O_TRUNC` open
-/// would shrink, or that an `O_CREAT` open creates a new one (`O_EXCL`: it
-/// can only create; `O_TRUNC`: the path's `fstatat` failed with `ENOENT`).
-/// An `O_CREAT` open without either is not looked at (it costs a
-/// `fstatat` per open for a file that mostly exists: an append-mode log).
+/// would shrink. Other opens are not looked at: whether an open created
+/// its file, or found it empty, the file's size after the call says
+/// ([`opened`]), without a `fstatat` per open.
 ///
 /// # Safety
 /// As [`stat_path`].
 pub unsafe fn before_open(dirfd: c_int, path: *const c_char, flags: c_int) -> BeforeOpen {
-    let creat = flags & libc::O_CREAT != 0;
-    if creat && flags & libc::O_EXCL != 0 {
-        return BeforeOpen::Absent;
-    }
     if flags & libc::O_TRUNC == 0 {
         return BeforeOpen::Unknown;
     }
     // SAFETY: forwarded caller contract.
     match unsafe { stat_path(dirfd, path, flags & libc::O_NOFOLLOW == 0) } {
         Some(s) => BeforeOpen::Was(s),
-        None if creat && !path.is_null() && crate::sys::errno() == libc::ENOENT => {
-            BeforeOpen::Absent
-        }
         None => BeforeOpen::Unknown,
     }
 }
@@ -216,6 +206,7 @@ pub fn opened(fd: c_int, oflags: c_int, before: BeforeOpen, stdio: bool) {
         dev: st.st_dev,
         ino: st.st_ino,
     };
+    let regular = st.st_mode & libc::S_IFMT == libc::S_IFREG;
     match before {
         BeforeOpen::Was(b) if b.id == id && b.regular && b.size > st.st_size as u64 => {
             invalidate(
@@ -225,19 +216,27 @@ pub fn opened(fd: c_int, oflags: c_int, before: BeforeOpen, stdio: bool) {
                 b.size - st.st_size as u64,
             );
         }
-        BeforeOpen::Absent if st.st_mode & libc::S_IFMT == libc::S_IFREG => {
-            // A new file: whatever a learner still holds under its inode
-            // number is an earlier file's, deleted where no shim saw it
-            // (`rm` without the shim, another host's process, a re-run's
-            // clean-up): it dies now, so the new file's writes are not
-            // taken for overwrites in place (docs/shim.md, "Events").
+        _ if regular
+            && st.st_size == 0
+            && oflags & libc::O_ACCMODE != libc::O_RDONLY
+            && events_on() =>
+        {
+            // An empty file opened for writing, most often one this open
+            // created (`O_CREAT` alone, as SQLite and Java's
+            // `RandomAccessFile` create theirs, as well as `O_EXCL` and
+            // `O_TRUNC`): it holds no data, so whatever a learner still
+            // holds under its inode number is dead. Mostly an earlier
+            // file's, deleted where no shim saw it (`rm` without the shim,
+            // another host's process, a re-run's clean-up); it dies now, so
+            // the new file's writes are not taken for overwrites in place
+            // (docs/shim.md, "Events").
             crate::pageage::gone(id);
             invalidate(id, InvalidateKind::Truncate, 0, 0);
         }
         _ => {}
     }
     if hint::have_map() || crate::live::present() {
-        if st.st_mode & libc::S_IFMT == libc::S_IFREG {
+        if regular {
             hint::refresh(fd, id);
         } else if let Some(r) = files::raw(fd) {
             crate::rawdev::refresh(fd, id, r.rdev);
