@@ -193,16 +193,23 @@ fn children_storage_bytes() -> u64 {
 
 /// A note when the command's processes sent much more to storage than the
 /// shim saw written (`storage`: from [`children_storage_bytes`]): writes
-/// the shim cannot see (docs/shim.md, "Known limits"). Rewrites of a page
-/// still in the page cache reach storage once, so the shim usually sees
-/// more, not less.
+/// the shim cannot see (docs/shim.md, "Known limits"). The kernel counts a
+/// page when it becomes dirty, so a rewrite of a page still dirty counts
+/// once; but it counts a whole folio, and on kernels whose file systems
+/// cache files in large folios (ext4 since Linux 6.16) a 4 KiB rewrite of
+/// a file the program has read counts the folio around it: a database that
+/// updates its file in place can trip the note with every write seen
+/// (H2: 4.6× what it wrote; a 4 KiB rewrite after a read, 300×). The note
+/// says so rather than be dropped: it is the only sign of mmap and
+/// io_uring writes.
 pub fn unseen_writes_note(traced_bytes: u64, storage: u64) -> Option<String> {
     const MIB: f64 = 1048576.0;
     (storage > 1 << 20 && traced_bytes < storage / 2).then(|| {
         format!(
             "  note: the command's processes sent {:.1} MiB to storage but the shim saw {:.1} MiB \
              written to files: writes through io_uring, mmap, raw system calls (Go programs, \
-             fio's io_uring engine) or to block devices are invisible to it (docs/shim.md, \
+             fio's io_uring engine) or to block devices are invisible to it, unless the kernel \
+             counted whole large folios for small in-place rewrites (databases; docs/shim.md, \
              \"Known limits\")",
             storage as f64 / MIB,
             traced_bytes as f64 / MIB
