@@ -8,6 +8,11 @@
 # with a map, with pcstreamd attached, and recording; native and shim runs
 # alternate, and the table gives the median of ROUNDS of the whole
 # process's user + sys time (and the ratio to native).
+# PROFILE=1 adds, for each shape and mode, one more shim run under `perf
+# record` (cpu-clock samples) and the share of the process's samples in
+# libpcstream.so itself: the shim's own cost, which the run-to-run spread of
+# whole-process times (±0.05 on a shared machine) does not hide; what it
+# does not count is an indirect cost (the caches it shares with the JVM).
 # Usage: scripts/bench-java.sh [ROUNDS] [COUNT] [SIZE]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -27,6 +32,10 @@ done
 for m in $MODES; do
     [[ $m =~ ^(map|daemon|record)$ ]] || { echo "MODES: unknown mode $m (map daemon record)" >&2; exit 2; }
 done
+if [[ ${PROFILE:-0} == 1 ]] && ! command -v perf >/dev/null; then
+    echo "bench-java: PROFILE=1 needs perf (Debian: apt install linux-perf)" >&2
+    exit 1
+fi
 command -v javac >/dev/null || { echo "bench-java: javac not found (scripts/install-deps.sh installs openjdk-17-jdk-headless)" >&2; exit 1; }
 cargo build -q --release -p pcstream-preload -p pcstreamd
 SHIM=$(realpath "$TARGET/release/libpcstream.so")
@@ -44,6 +53,8 @@ fi
 
 # rusage.py, mode_env, start_pcstreamd, median, the map.
 . scripts/bench-lib.sh
+# PREFIX: a command run() puts in front of the JVM (perf record).
+PREFIX=()
 run() { # shape env...
     local shape=$1
     shift
@@ -51,12 +62,12 @@ run() { # shape env...
     if [[ $shape == lucene ]]; then
         mkdir "$WORK/index"
         # (its progress output to /dev/null, the times to the caller)
-        python3 "$WORK/rusage.py" env -u LD_PRELOAD PCSTREAM_SOCKET=/nonexistent "$@" sh -c \
+        python3 "$WORK/rusage.py" "${PREFIX[@]}" env -u LD_PRELOAD PCSTREAM_SOCKET=/nonexistent "$@" sh -c \
             'exec java -XX:-UsePerfData -XX:+UseSerialGC -Xmx128m -cp "$0" LuceneChurn "$1" 10000 20000 4 8 500 2000 >/dev/null' \
             "$(cat "$WORK/lucene-classes/classpath")" "$WORK/index"
         return
     fi
-    python3 "$WORK/rusage.py" env -u LD_PRELOAD PCSTREAM_SOCKET=/nonexistent "$@" \
+    python3 "$WORK/rusage.py" "${PREFIX[@]}" env -u LD_PRELOAD PCSTREAM_SOCKET=/nonexistent "$@" \
         java -cp "$WORK/classes" WriteLoop "$shape" "$WORK/data" "$SIZE" "$COUNT"
 }
 if [[ " $MODES " == *" daemon "* ]]; then
@@ -93,3 +104,24 @@ for s in $SHAPES; do
             "$(awk -v a="$x" -v b="$n" 'BEGIN {print a / b}')" "$per"
     done
 done
+
+if [[ ${PROFILE:-0} == 1 ]]; then
+    printf '\nthe shim'"'"'s own code: its share of the process'"'"'s cpu-clock samples (perf record, 4 kHz), one run each\n'
+    printf '%-9s %-7s %8s %8s %9s\n' shape mode samples shim ns/write
+    for s in $SHAPES; do
+        for m in $MODES; do
+            rm -rf "$WORK/rec"
+            PREFIX=(perf record -q -F 4000 -o "$WORK/perf.data" --)
+            # shellcheck disable=SC2046
+            read -r u sy < <(run "$s" $(mode_env "$m"))
+            PREFIX=()
+            read -r total mine < <(perf report -i "$WORK/perf.data" --stdio --sort dso -n -g none 2>/dev/null |
+                awk '$1 ~ /%$/ {t += $2; if ($3 == "libpcstream.so") m += $2} END {print t + 0, m + 0}')
+            per=$(awk -v m="$mine" -v t="$total" -v u="$u" -v s="$sy" -v c="$COUNT" \
+                'BEGIN {if (t > 0) printf "%.0f", m / t * (u + s) * 1e9 / c; else print "-"}')
+            [[ $s == lucene ]] && per=-
+            printf '%-9s %-7s %8d %7.2f%% %9s\n' "$s" "$m" "$total" \
+                "$(awk -v m="$mine" -v t="$total" 'BEGIN {print (t > 0 ? 100 * m / t : 0)}')" "$per"
+        done
+    done
+fi
