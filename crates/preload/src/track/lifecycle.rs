@@ -23,6 +23,21 @@ pub struct PathStat {
     size: u64,
 }
 
+impl PathStat {
+    /// The fields kept of a `stat` (of a path or a descriptor).
+    fn of(st: &libc::stat) -> PathStat {
+        PathStat {
+            id: FileId {
+                dev: st.st_dev,
+                ino: st.st_ino,
+            },
+            regular: st.st_mode & libc::S_IFMT == libc::S_IFREG,
+            nlink: st.st_nlink,
+            size: st.st_size as u64,
+        }
+    }
+}
+
 /// What an `open` that may truncate a file found at its path before the
 /// call ([`before_open`]).
 #[derive(Debug, Clone, Copy)]
@@ -63,15 +78,7 @@ pub unsafe fn stat_path(dirfd: c_int, path: *const c_char, follow: bool) -> Opti
     // SAFETY: path is the application's C string (it passes the same to the
     // real call); fstatat only reads it.
     let st = unsafe { crate::sys::fstatat(dirfd, path, flags) }?;
-    Some(PathStat {
-        id: FileId {
-            dev: st.st_dev,
-            ino: st.st_ino,
-        },
-        regular: st.st_mode & libc::S_IFMT == libc::S_IFREG,
-        nlink: st.st_nlink,
-        size: st.st_size as u64,
-    })
+    Some(PathStat::of(&st))
 }
 
 fn invalidate(id: FileId, kind: InvalidateKind, offset: u64, len: u64) {
@@ -182,15 +189,7 @@ pub fn truncated(before: PathStat, len: u64) {
 /// `fstat` of a descriptor as a [`PathStat`].
 pub fn stat_fd(fd: c_int) -> Option<PathStat> {
     let st = crate::sys::fstat(fd)?;
-    Some(PathStat {
-        id: FileId {
-            dev: st.st_dev,
-            ino: st.st_ino,
-        },
-        regular: st.st_mode & libc::S_IFMT == libc::S_IFREG,
-        nlink: st.st_nlink,
-        size: st.st_size as u64,
-    })
+    Some(PathStat::of(&st))
 }
 
 /// After a successful `open*`/`creat`/`fopen` returning `fd`. `before` is
@@ -202,25 +201,14 @@ pub fn opened(fd: c_int, oflags: c_int, before: BeforeOpen, stdio: bool) {
         return;
     };
     files::set(fd, &st, oflags, !stdio);
-    let id = FileId {
-        dev: st.st_dev,
-        ino: st.st_ino,
-    };
-    let regular = st.st_mode & libc::S_IFMT == libc::S_IFREG;
+    let PathStat {
+        id, regular, size, ..
+    } = PathStat::of(&st);
     match before {
-        BeforeOpen::Was(b) if b.id == id && b.regular && b.size > st.st_size as u64 => {
-            invalidate(
-                id,
-                InvalidateKind::Truncate,
-                st.st_size as u64,
-                b.size - st.st_size as u64,
-            );
+        BeforeOpen::Was(b) if b.id == id && b.regular && b.size > size => {
+            invalidate(id, InvalidateKind::Truncate, size, b.size - size);
         }
-        _ if regular
-            && st.st_size == 0
-            && oflags & libc::O_ACCMODE != libc::O_RDONLY
-            && events_on() =>
-        {
+        _ if regular && size == 0 && oflags & libc::O_ACCMODE != libc::O_RDONLY && events_on() => {
             // An empty file opened for writing, most often one this open
             // created (`O_CREAT` alone, as SQLite and Java's
             // `RandomAccessFile` create theirs, as well as `O_EXCL` and
