@@ -65,17 +65,22 @@
 //! streams to the other lifetimes; otherwise the data are clustered
 //! without the key, which stays alone in stream 0.
 //!
-//! Stream ids: the clusters of a re-clustering keep centroid order, but are
-//! numbered so that as much weight as possible stays in the stream it had
-//! ([`crate::stream_ids`], `stable_ids`); numbering by rank (the paper)
-//! renumbers every cluster above one that appears or goes. Unused ids are
-//! skipped (their centroid is NaN). A new longest-lived cluster made only
-//! of never-died keys takes the highest id, not the next one up
+//! Stream ids: the clusters of a re-clustering keep centroid order and are
+//! numbered by rank, stream 1 the shortest-lived (the paper). With
+//! `stable_ids` (off by default) they are numbered instead so that as
+//! much weight as possible stays in the stream it had
+//! ([`crate::stream_ids`]; unused ids are then skipped, their centroid
+//! NaN): rank renumbers every cluster above one that appears or goes, but
+//! on the bench's workloads the stable numbering was level or cost more
+//! (docs/placement-log.md). A longest-lived cluster made only of
+//! never-died keys takes the highest id, not the next one up
 //! (`never_died_on_top`, not in the paper): a raw namespace's fill is
 //! placed before anything has died, alone in one cluster; numbered from
 //! the bottom it took id 1, and the short-lived classes that appeared
 //! below it later took id 1 too, so the device copied the fill, cold, at
-//! every collection of the hot stream (docs/placement-log.md). Then,
+//! every collection of the hot stream (docs/placement-log.md). By rank,
+//! the longest-lived cluster then keeps the highest id while most of its
+//! weight had it, and the others are ranked below it. Then,
 //! with `hysteresis_log2` (off by default), a signature keeps its old
 //! stream while that stream's new centroid is nearly as close as the
 //! nearest one.
@@ -157,7 +162,9 @@ pub struct MapperConfig {
     /// Number a re-clustering's clusters so that as much weight as
     /// possible keeps its stream, in centroid order
     /// ([`crate::stream_ids`]); false numbers them by rank (the paper).
-    /// Default true.
+    /// Default false since 2026-12-06: by rank was level or lower on
+    /// every workload of the bench but one (docs/placement-log.md,
+    /// "Stream ids by rank again").
     pub stable_ids: bool,
     /// At a check that does not re-cluster, give a signature with a
     /// censored feature but no stream the stream of the nearest centroid
@@ -180,13 +187,15 @@ pub struct MapperConfig {
     /// the other's age keeps arriving in the stream the two share.
     /// false: only the move counts (the paper). Default true.
     pub recluster_on_first_deaths: bool,
-    /// With `stable_ids`: a longest-lived cluster none of whose keys has
-    /// seen a death, and none of whose weight had a stream before, gets
-    /// the highest stream id instead of the next one up (see the module
-    /// docs): what a run writes before anything dies (a fill, a load) is
-    /// placed apart from the short-lived clusters that appear below it
-    /// later, instead of in the id they come to claim. false: numbered
-    /// from the bottom (the paper). Default true.
+    /// A new longest-lived cluster (none of its weight had a stream)
+    /// none of whose keys has seen a death gets the highest stream id
+    /// instead of the next one up (see the module docs): what a run
+    /// writes before anything dies (a fill, a load) is placed apart from
+    /// the short-lived clusters that appear below it later, instead of in
+    /// the id they come to claim. With `stable_ids` the numbering keeps
+    /// it there after; by rank, the longest-lived cluster keeps the
+    /// highest id while most of its weight had it. false: numbered from
+    /// the bottom (the paper). Default true.
     pub never_died_on_top: bool,
 }
 
@@ -207,7 +216,7 @@ impl Default for MapperConfig {
             hysteresis_log2: 0.0,
             min_gap_log2: 1.0,
             min_gap_reassign: true,
-            stable_ids: true,
+            stable_ids: false,
             place_new_keys: true,
             never_died_beyond_age_log2: 1.0,
             recluster_on_first_deaths: true,
@@ -663,13 +672,35 @@ impl Mapper {
                 }
             }
         }
+        // `never_died_on_top`: a new top cluster (none of its weight had a
+        // stream) of never-died keys only takes the highest id; by rank, a
+        // top cluster most of whose weight had that id keeps it (stable
+        // ids keep it there themselves). Kept only while never-died, by
+        // rank, it cost mixed-sqlite-gcc 0.016 with internal streams
+        // (docs/placement-log.md, "Stream ids by rank again").
+        let (top_new, top_stays) = kept.last().map_or((false, false), |row| {
+            let had: f64 = row.iter().sum();
+            (had == 0.0, 2.0 * row[row.len() - 1] > had)
+        });
+        let fill_on_top = self.cfg.never_died_on_top
+            && ((top_new && top_is_never_died(feats, &labels, centroids.len()))
+                || (!self.cfg.stable_ids && top_stays));
         let ids = if self.cfg.stable_ids {
-            if self.cfg.never_died_on_top {
-                prefer_top_for_never_died(&mut kept, feats, &labels);
+            if fill_on_top {
+                // The least weight that counts, for the highest id: it
+                // breaks the numbering's ties only (with no history it
+                // starts at the bottom).
+                if let Some(top) = kept.last_mut().and_then(|row| row.last_mut()) {
+                    *top = f64::MIN_POSITIVE;
+                }
             }
             order_preserving_ids(&kept, self.clusters)
         } else {
-            (1..=centroids.len() as u32).collect()
+            let mut ids: Vec<u32> = (1..=centroids.len() as u32).collect();
+            if let Some(top) = ids.last_mut().filter(|_| fill_on_top) {
+                *top = self.clusters as u32;
+            }
+            ids
         };
         let top = ids.last().map_or(0, |&s| s as usize);
         let mut by_stream = vec![f64::NAN; top];
@@ -708,15 +739,11 @@ impl Mapper {
     }
 }
 
-/// `never_died_on_top`: when the longest-lived cluster of a
-/// re-clustering is made of never-died keys only (censored features) and
-/// none of its weight had a stream, the least weight that counts
-/// (`f64::MIN_POSITIVE`) for the highest id, so that the numbering, which
-/// otherwise starts at the bottom, puts it there; it breaks ties only, and
-/// any weight that keeps a stream outweighs it.
-fn prefer_top_for_never_died(kept: &mut [Vec<f64>], feats: &[Feature], labels: &[Option<usize>]) {
-    let Some(last) = kept.len().checked_sub(1) else {
-        return;
+/// Whether the last (longest-lived) of `clusters` clusters has members
+/// and all of them are never-died keys (censored features).
+fn top_is_never_died(feats: &[Feature], labels: &[Option<usize>], clusters: usize) -> bool {
+    let Some(last) = clusters.checked_sub(1) else {
+        return false;
     };
     let mut censored = feats
         .iter()
@@ -724,15 +751,7 @@ fn prefer_top_for_never_died(kept: &mut [Vec<f64>], feats: &[Feature], labels: &
         .filter(|(_, l)| **l == Some(last))
         .map(|(f, _)| f.censored);
     // Not empty, and every member censored.
-    if censored.next() != Some(true) || !censored.all(|c| c) {
-        return;
-    }
-    let row = &mut kept[last];
-    if row.iter().all(|&w| w == 0.0) {
-        if let Some(top) = row.last_mut() {
-            *top = f64::MIN_POSITIVE;
-        }
-    }
+    censored.next() == Some(true) && censored.all(|c| c)
 }
 
 #[cfg(test)]

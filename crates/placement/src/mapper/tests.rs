@@ -226,16 +226,19 @@ fn a_never_died_key_is_placed_beyond_its_age() {
 /// it. With `never_died_on_top` the fill takes the highest id and the hot
 /// key the lowest, apart; numbered from the bottom (the paper), the fill
 /// takes id 1 and the hot key, below it at the next clustering, takes id
-/// 1 too: the stream whose blocks hold the fill's pages.
+/// 1 too: the stream whose blocks hold the fill's pages. The same by
+/// rank and with stable ids; by rank, the fill's cluster keeps the top id
+/// at the next clustering too (it is still never-died).
 #[test]
 fn a_fill_before_any_death_takes_the_top_stream() {
-    for on_top in [true, false] {
+    for (on_top, stable_ids) in [(true, false), (false, false), (true, true), (false, true)] {
         let mut m = lm();
         let mut map = Mapper::new(
             5,
             MapperConfig {
                 censor_min_age: 100,
                 never_died_on_top: on_top,
+                stable_ids,
                 ..Default::default()
             },
         );
@@ -254,8 +257,49 @@ fn a_fill_before_any_death_takes_the_top_stream() {
         assert!(map.stream(1) < map.stream(7));
         assert_eq!(map.stream(1), 1);
         // Where the fill's pages went is now the hot stream, or not.
-        assert_eq!(map.stream(7) == fill, on_top);
         assert_eq!(map.stream(1) == fill, !on_top);
+        // The fill's cluster keeps the top id while none of it has died
+        // (stable ids keep it there; by rank, the rule does).
+        let want = if on_top { fill } else { 2 };
+        assert_eq!(map.stream(7), want, "on_top {on_top}, stable {stable_ids}");
+    }
+}
+
+/// By rank, the longest-lived cluster keeps the top id it took as a fill
+/// once its data dies, and while clusters come and go below it; the
+/// others are ranked from the bottom. Without `never_died_on_top`, the
+/// paper's rank.
+#[test]
+fn by_rank_the_top_cluster_keeps_the_top_id() {
+    for on_top in [true, false] {
+        let mut m = Mapper::new(
+            5,
+            MapperConfig {
+                never_died_on_top: on_top,
+                ..Default::default()
+            },
+        );
+        let fill = Feature {
+            censored: true,
+            ..feat(7, 14.0, 100.0)
+        };
+        m.recluster(&[fill]);
+        assert_eq!(m.stream(7), if on_top { 4 } else { 1 });
+        let mut got = Vec::new();
+        for with_light in [true, false, true] {
+            let mut f = vec![feat(1, 8.0, 50.0), feat(7, 13.0, 100.0)];
+            if with_light {
+                f.push(feat(3, 3.0, 1.0));
+            }
+            m.recluster(&f);
+            got.push((m.stream(1), m.stream(7)));
+        }
+        let want = if on_top {
+            [(2, 4), (1, 4), (2, 4)]
+        } else {
+            [(2, 3), (1, 2), (2, 3)]
+        };
+        assert_eq!(got, want, "on_top {on_top}");
     }
 }
 
