@@ -176,6 +176,17 @@ pub struct FileId {
     pub ino: u64,
 }
 
+impl FileId {
+    /// The identity of the file `st` describes.
+    #[inline]
+    pub fn of(st: &libc::stat) -> FileId {
+        FileId {
+            dev: st.st_dev,
+            ino: st.st_ino,
+        }
+    }
+}
+
 #[inline(always)]
 fn file_id(e: &mut Enc<'_>, field: u32, f: FileId) {
     e.message(field, |e| {

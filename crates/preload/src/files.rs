@@ -166,11 +166,7 @@ pub fn set(fd: i32, st: &libc::stat, oflags: i32, may_track: bool) {
         raw_flags(st.st_mode, st.st_rdev, oflags)
     };
     if regular && oflags & libc::O_DIRECT != 0 {
-        let id = FileId {
-            dev: st.st_dev,
-            ino: st.st_ino,
-        };
-        crate::pageage::opened(id, st.st_size as u64);
+        crate::pageage::opened(FileId::of(st), st.st_size as u64);
     }
     let v = e.ver.load(Ordering::Relaxed);
     e.ver.store(v | 1, Ordering::Relaxed);
@@ -332,10 +328,7 @@ pub fn set_pos(fd: i32, pos: u64) {
 pub fn fstat(fd: i32) -> Option<(FileId, bool, u64)> {
     let st = crate::sys::fstat(fd)?;
     Some((
-        FileId {
-            dev: st.st_dev,
-            ino: st.st_ino,
-        },
+        FileId::of(&st),
         st.st_mode & libc::S_IFMT == libc::S_IFREG,
         st.st_size as u64,
     ))
@@ -398,10 +391,7 @@ pub fn info(fd: i32) -> Option<FdInfo> {
         }
     }
     Some(FdInfo {
-        id: FileId {
-            dev: st.st_dev,
-            ino: st.st_ino,
-        },
+        id: FileId::of(&st),
         regular,
         tracked: false,
         append: None,

@@ -27,10 +27,7 @@ impl PathStat {
     /// The fields kept of a `stat` (of a path or a descriptor).
     fn of(st: &libc::stat) -> PathStat {
         PathStat {
-            id: FileId {
-                dev: st.st_dev,
-                ino: st.st_ino,
-            },
+            id: FileId::of(st),
             regular: st.st_mode & libc::S_IFMT == libc::S_IFREG,
             nlink: st.st_nlink,
             size: st.st_size as u64,
