@@ -71,8 +71,8 @@
 //! much weight as possible stays in the stream it had
 //! ([`crate::stream_ids`]; unused ids are then skipped, their centroid
 //! NaN): rank renumbers every cluster above one that appears or goes, but
-//! on the bench's workloads the stable numbering was level or cost more
-//! (docs/placement-log.md). A longest-lived cluster made only of
+//! over the bench's workloads the stable numbering was level with rank
+//! and cost H2 (docs/placement-log.md). A longest-lived cluster made only of
 //! never-died keys takes the highest id, not the next one up
 //! (`never_died_on_top`, not in the paper): a raw namespace's fill is
 //! placed before anything has died, alone in one cluster; numbered from
@@ -162,9 +162,9 @@ pub struct MapperConfig {
     /// Number a re-clustering's clusters so that as much weight as
     /// possible keeps its stream, in centroid order
     /// ([`crate::stream_ids`]); false numbers them by rank (the paper).
-    /// Default false since 2026-12-06: by rank was level or lower on
-    /// every workload of the bench but one (docs/placement-log.md,
-    /// "Stream ids by rank again").
+    /// Default false since 2026-12-06: by rank was level with it over
+    /// the bench's tuning and held-out sets and lower on H2
+    /// (docs/placement-log.md, "Stream ids by rank again").
     pub stable_ids: bool,
     /// At a check that does not re-cluster, give a signature with a
     /// censored feature but no stream the stream of the nearest centroid
