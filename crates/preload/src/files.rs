@@ -324,16 +324,6 @@ pub fn set_pos(fd: i32, pos: u64) {
     }
 }
 
-/// `fstat` as (identity, is-regular, size).
-pub fn fstat(fd: i32) -> Option<(FileId, bool, u64)> {
-    let st = crate::sys::fstat(fd)?;
-    Some((
-        FileId::of(&st),
-        st.st_mode & libc::S_IFMT == libc::S_IFREG,
-        st.st_size as u64,
-    ))
-}
-
 /// Remembers that `fd`, which has no entry, is not a regular file (a
 /// socket, pipe or device the shim did not see opened), so its next writes
 /// need no `fstat`: a writer to a pipe under the shim with events on paid

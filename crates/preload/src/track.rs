@@ -289,7 +289,7 @@ unsafe fn write_general(
     let offset = match off {
         Some(o) if !is_append(fd, info) => o,
         // pwrite on an O_APPEND descriptor appends (Linux ignores the offset).
-        Some(_) => files::fstat(fd).map_or(0, |(_, _, size)| size.saturating_sub(n)),
+        Some(_) => stat_fd(fd).map_or(0, |s| s.size.saturating_sub(n)),
         None if info.tracked => files::advance(fd, n),
         None => {
             // The position after the write, minus what was written (also

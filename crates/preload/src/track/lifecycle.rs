@@ -20,7 +20,7 @@ pub struct PathStat {
     pub(super) id: FileId,
     regular: bool,
     nlink: u64,
-    size: u64,
+    pub(super) size: u64,
 }
 
 impl PathStat {
