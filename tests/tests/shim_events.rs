@@ -502,3 +502,39 @@ fn unnamed_files_die_at_their_writers_close() {
     );
     assert_eq!(of(ino("linked")), vec![created], "{deaths:?}");
 }
+
+/// A `pwrite` on an `O_APPEND` descriptor appends whatever offset it names
+/// (Linux ignores it), and its event says where the data went: the file's
+/// end, not the offset passed. Python's `os.write` / `os.pwrite` (libc's
+/// `write` and `pwrite64`) write 8 KiB, then 4 KiB "at 0" and 4 KiB "at
+/// 100": the events cover 0..16 KiB once each, and nothing is reported at
+/// 0 or 100 a second time.
+#[test]
+fn a_pwrite_on_an_append_descriptor_is_recorded_where_it_landed() {
+    let work = tempfile::tempdir().unwrap();
+    let rec = tempfile::tempdir().unwrap();
+    let file = work.path().join("log");
+    let script = "import os, sys\n\
+        fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)\n\
+        os.write(fd, b'a' * 8192)\n\
+        assert os.pwrite(fd, b'b' * 4096, 0) == 4096\n\
+        assert os.pwrite(fd, b'c' * 4096, 100) == 4096\n\
+        os.close(fd)\n";
+    let py = std::path::Path::new("/usr/bin/python3");
+    Run::record(rec.path()).stdout(py, &["-c", script, file.to_str().unwrap()]);
+    let data = std::fs::read(&file).unwrap();
+    assert_eq!(data.len(), 16384, "the kernel appended both pwrites");
+    assert!(data[8192..12288].iter().all(|&b| b == b'b'));
+    let t = only_trace(rec.path());
+    let mut runs: Vec<(u64, u64)> = writes_to(&t, &file)
+        .iter()
+        .map(|w| (w.offset, w.len))
+        .collect();
+    runs.sort();
+    let mut end = 0;
+    for &(off, len) in &runs {
+        assert_eq!(off, end, "contiguous, no byte twice: {runs:?}");
+        end = off + len;
+    }
+    assert_eq!(end, 16384, "every byte where it landed: {runs:?}");
+}
