@@ -504,6 +504,47 @@ def signature_section(w, cmp, names):
           f"(recording {worst[1]}, {worst[3]:.1f}×).\n")
 
 
+def native_section(w, main_, native):
+    """The Java runs replayed under the native signatures recorded beside their Java call paths."""
+    w("## The Java runs under their own native signatures (the paper's view of the same run)\n")
+    w("The shim records, beside each Java write's Java call path, the native signature the write would have had "
+      "with Java call paths off (`PCSTREAM_JAVA=0`: the JDK native it went through, what the paper's PCStream "
+      "sees without its JDK change). `compare --native-signatures` replays the same trace under those: the "
+      "comparison with the paper's algorithm on native signatures is then paired, recording by recording, "
+      "instead of across separate runs (`lucene-native`, `h2-native` above) that differ by as much as the "
+      "policies do. Main setting (no TRIM, one warm-up pass); WAF to 4 places. *Java*: the signatures as "
+      "recorded; *native*: under `--native-signatures`.\n")
+    for internal in (False, True):
+        w(f"Internal streams {'on' if internal else 'off'}:\n")
+        w("| recording | pcstream, Java | pcstream-paper, Java | pcstream-paper, native | pcstream, native | "
+          "pcstream Java − paper native |")
+        w("|---|---|---|---|---|---|")
+        for wl in native.by:
+            mains = {ident(t)[1]: {r["policy"]: r["waf"] for r in t["runs"] if r["internal_streams"] == internal}
+                     for t in main_.by.get(wl, [])}
+            diffs = []
+            for t in native.by[wl]:
+                rk = ident(t)[1]
+                nat = {r["policy"]: r["waf"] for r in t["runs"] if r["internal_streams"] == internal}
+                j = mains.get(rk, {})
+                pj, qj = j.get("pcstream"), j.get("pcstream-paper")
+                pn, qn = nat.get("pcstream"), nat.get("pcstream-paper")
+                f4 = lambda v: "–" if v is None else f"{v:.4f}"
+                d = None if pj is None or qn is None else pj - qn
+                if d is not None:
+                    diffs.append(d)
+                w(f"| {wl} {rk} | {f4(pj)} | {f4(qj)} | {f4(qn)} | {f4(pn)} | "
+                  f"{'–' if d is None else f'{d:+.4f}'} |")
+            if len(diffs) > 1:
+                m = mean(diffs)
+                sd = (sum((x - m) ** 2 for x in diffs) / (len(diffs) - 1)) ** 0.5
+                tval = m / (sd / len(diffs) ** 0.5) if sd > 0 else float("nan")
+                below = sum(1 for x in diffs if x < 0)
+                w(f"| {wl} mean | | | | | {m:+.4f} ±{sd:.4f} (paired t {tval:.1f}; below in {below} of "
+                  f"{len(diffs)}) |")
+        w("")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     for a in ("out", "svg", "results", "scale", "command", "ctl", "repeats"):
@@ -516,6 +557,7 @@ def main() -> int:
     lba = Cmp(os.path.join(a.out, "compare-lba.json"))
     kept = Cmp(os.path.join(a.out, "compare-kept.json"))
     cleared = Cmp(os.path.join(a.out, "compare-cleared.json"))
+    native = Cmp(os.path.join(a.out, "compare-native.json"))
     times = {}
     tpath = os.path.join(a.out, "record-times.tsv")
     if os.path.exists(tpath):
@@ -749,6 +791,9 @@ def main() -> int:
             if pl and q:
                 w(f"| {n} | {cell(pf)} | {cell(pl)} | {cell(q)} | {verdict(pl, q)} |")
         w("")
+
+    if native.ok:
+        native_section(w, main_, native)
 
     w("## The paper's claims against these measurements\n")
 

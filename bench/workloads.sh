@@ -294,7 +294,10 @@ case "$wl" in
   # the JVM's writes get the native signatures of the JDK's natives, what
   # the paper's PCStream sees without its JDK change.
   lucene|lucene-native)
-    [ "$wl" = lucene-native ] && export PCSTREAM_JAVA=0
+    # lucene: each Java write's native signature recorded beside its Java
+    # call path too (compare --native-signatures: the paper's view of the
+    # same run); lucene-native: the same run with Java call paths off.
+    if [ "$wl" = lucene-native ]; then export PCSTREAM_JAVA=0; else export PCSTREAM_JAVA_NATIVE=1; fi
     case "$scale" in
       quick) lucene 128m 2000 4000 4 5120 500 2000 ;;
       full) lucene 256m 100000 600000 16 5120 5000 25000 ;;
@@ -307,7 +310,7 @@ case "$wl" in
   # H2Churn.commit or H2Churn.compact over MVStore.store ← commit ← commit:
   # the shim's default of 16 Java frames (docs/shim.md).
   h2|h2-native)
-    [ "$wl" = h2-native ] && export PCSTREAM_JAVA=0
+    if [ "$wl" = h2-native ]; then export PCSTREAM_JAVA=0; else export PCSTREAM_JAVA_NATIVE=1; fi
     case "$scale" in
       quick) h2 128m 3000 12000 4 16 50 60 1 ;;
       full) h2 256m 100000 300000 4 16 50 60 4 ;;

@@ -1,12 +1,16 @@
 //! `bench/run.sh` end to end at `--quick` scale, so the renderer
-//! (`bench/render.py`) cannot rot: one tuning workload (`sqlite-wal`) and
-//! one held-out workload (`fio-skew`), two recordings each, recorded,
-//! replayed through every setting and rendered into `results.md` in a
-//! directory of the test's own. Proves: the run exits 0 and leaves
+//! (`bench/render.py`) cannot rot: two tuning workloads (`sqlite-wal`, and
+//! `h2`, a Java one) and one held-out workload (`fio-skew`), two
+//! recordings each, recorded, replayed through every setting and rendered
+//! into `results.md` in a directory of the test's own. Proves: the run
+//! exits 0 and leaves
 //! `docs/` alone; pcstream's WAF cells are the mean ± half-range of that
 //! workload's recordings in `compare.json` (1.000 at this scale, where the
 //! device does not age) and its peak of live pages, which differs between
-//! recordings, that of `compare-trim.json`; the
+//! recordings, that of `compare-trim.json`; the Java runs' replay under
+//! the native signatures the shim recorded beside their Java call paths
+//! (`compare-native.json`) is rendered recording by recording beside
+//! pcstream's WAF on their Java call paths; the
 //! held-out workload appears only in the held-out section (docs/placement.md,
 //! "Method"), the tuning one only outside it; the render names the git
 //! commit of the checkout that replayed.
@@ -92,9 +96,11 @@ fn bench_run_renders_its_own_numbers_with_the_held_out_set_apart() {
         ("sqlite3", "sqlite3"),
         ("fio", "fio"),
         ("python3", "python3"),
+        ("javac", "openjdk-17-jdk-headless"),
     ] {
         require_tool(cmd, pkg);
     }
+    pcstream_tests::require_file("/usr/share/java/h2.jar", "libh2-java");
     pcstream_tests::shim();
     let ctl = pcstream_tests::pcstreamctl();
     let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
@@ -104,7 +110,7 @@ fn bench_run_renders_its_own_numbers_with_the_held_out_set_apart() {
     let o = Command::new("bash")
         .arg(repo.join("bench/run.sh"))
         .args(["--quick", "--repeats", "2", "--no-build"])
-        .args(["--only", "sqlite-wal,fio-skew", "--out"])
+        .args(["--only", "sqlite-wal,h2,fio-skew", "--out"])
         .arg(&out)
         // run.sh finds pcstreamctl under the target directory.
         .env("CARGO_TARGET_DIR", ctl.parent().unwrap().parent().unwrap())
@@ -178,6 +184,37 @@ fn bench_run_renders_its_own_numbers_with_the_held_out_set_apart() {
             (m - mean).abs() <= 0.5 && (d - half).abs() <= 0.5,
             "{workload}: peak live pages rendered {m} ±{d}, recorded {peaks:?}"
         );
+    }
+    // The Java runs under their native signatures: each h2 recording's
+    // row shows pcstream on its Java call paths (compare.json) beside the
+    // paper's algorithm on its native signatures (compare-native.json).
+    let native: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("compare-native.json")).unwrap()).unwrap();
+    assert_eq!(native["settings"]["native_signatures"], true);
+    let sec = md
+        .find("## The Java runs under their own native signatures")
+        .map(|i| &md[i..])
+        .unwrap_or_else(|| panic!("no native-signature section:\n{md}"));
+    let waf = |rep: &serde_json::Value, t: &serde_json::Value, policy: &str| -> String {
+        let r = t["runs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["policy"] == policy && r["internal_streams"] == false)
+            .unwrap_or_else(|| panic!("{policy} missing from {}", rep["settings"]));
+        format!("{:.4}", r["waf"].as_f64().unwrap())
+    };
+    let java: Vec<_> = traces_of(&report, "h2").collect();
+    let nat: Vec<_> = traces_of(&native, "h2").collect();
+    assert_eq!((java.len(), nat.len()), (2, 2), "h2 recordings");
+    for (k, (j, n)) in java.iter().zip(&nat).enumerate() {
+        let r = sec
+            .lines()
+            .find(|l| l.starts_with(&format!("| h2 r{} |", k + 1)))
+            .unwrap_or_else(|| panic!("no h2 r{} row:\n{sec}", k + 1));
+        let c = cells(r);
+        assert_eq!(c[1], waf(&report, j, "pcstream"), "{r}");
+        assert_eq!(c[3], waf(&native, n, "pcstream-paper"), "{r}");
     }
     // The commit of the checkout that replayed (render.py's own).
     let head = Command::new("git")

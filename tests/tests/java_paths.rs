@@ -70,7 +70,7 @@ fn three_java_methods_get_three_signatures_the_same_in_two_runs() {
         let dir = tmp.path().join(format!("run{i}"));
         let cmd = java_run(&classes, &dir.join("data"), 1500);
         let argv: Vec<&str> = cmd.iter().map(String::as_str).collect();
-        let rec = app_common::record(&dir.join("rec"), &dir, &argv, &[]);
+        let rec = app_common::record(&dir.join("rec"), &dir, &argv, &[(var::JAVA_NATIVE, "1")]);
         assert_eq!(
             String::from_utf8_lossy(&rec.output.stdout).trim(),
             "rounds 1500",
@@ -92,7 +92,24 @@ fn three_java_methods_get_three_signatures_the_same_in_two_runs() {
             k[0] != k[1] && k[1] != k[2] && k[0] != k[2],
             "three signatures: {k:x?}"
         );
-        runs.push(k);
+        // Beside each Java call path, the native one the write would have
+        // had with Java call paths off: one for the three kinds.
+        let natives = rec.trace.native_sigs(&|n: &str| {
+            n == "journal" || n.starts_with("table-") || n.starts_with("scratch-")
+        });
+        assert_eq!(natives.len(), 1, "one native signature: {natives:x?}");
+        let native = *natives.keys().next().unwrap();
+        assert!(
+            native != 0 && !k.contains(&native),
+            "a native signature beside every Java one: {native:x}"
+        );
+        let gc_natives = rec.trace.native_sigs(&|n: &str| n == "gc.log");
+        assert_eq!(
+            gc_natives.keys().collect::<Vec<_>>(),
+            [&0],
+            "the JVM's own writes have no second signature"
+        );
+        runs.push((k, native));
     }
     assert_eq!(runs[0], runs[1], "the same signatures in both runs");
 
@@ -106,10 +123,57 @@ fn three_java_methods_get_three_signatures_the_same_in_two_runs() {
     });
     let paths = app_common::call_paths(&rec.dir);
     assert_eq!(all.len(), 1, "{}", app_common::show(&all, &paths));
-    let native = &paths[all.keys().next().unwrap()];
+    let sig = *all.keys().next().unwrap();
+    let native = &paths[&sig];
     assert!(
         native.contains("Java_java_io_FileOutputStream_writeBytes"),
         "{native}"
+    );
+    assert_eq!(
+        sig, runs[0].1,
+        "the native signature recorded beside the Java ones is this run's"
+    );
+    // And the recorded run replays under either set: three signatures as
+    // recorded, one with --native-signatures (the paper's view of the
+    // same run); a trace without native signatures says so.
+    let trace = tmp.path().join("run0/rec/trace.pcstrace");
+    let replay = |extra: &[&str]| {
+        let out = std::process::Command::new(pcstream_tests::pcstreamctl())
+            .args([
+                "compare",
+                "--policies",
+                "pcstream-paper",
+                "--prefill",
+                "0",
+                "--json",
+            ])
+            .args(extra)
+            .arg(&trace)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(v["settings"]["native_signatures"], !extra.is_empty());
+        v["traces"][0]["runs"][0]["signatures"].as_u64().unwrap()
+    };
+    let (java, natives) = (replay(&[]), replay(&["--native-signatures"]));
+    assert!(
+        java >= natives + 2,
+        "the three Java paths are one native path: {java} against {natives} signatures"
+    );
+    let out = std::process::Command::new(pcstream_tests::pcstreamctl())
+        .args(["compare", "--native-signatures", "--prefill", "0"])
+        .arg(dir.join("rec/trace.pcstrace"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("no write carries a native signature"),
+        "{err}"
     );
 }
 

@@ -129,6 +129,13 @@ pub struct CompareArgs {
     /// the pages lived on the device.
     #[arg(long, value_name = "SIGNATURE", value_parser = parse_signature)]
     pub explain: Vec<u64>,
+    /// Replay a Java program's writes under their native signatures, which
+    /// `record` keeps beside their Java call paths: the same run as the
+    /// paper's PCStream sees it without its JDK change (every write of the
+    /// JVM under the JDK native it went through). A trace without any is
+    /// an error.
+    #[arg(long)]
+    pub native_signatures: bool,
 }
 
 /// A signature as printed: 16 hex digits (a `0x` prefix allowed).
@@ -176,6 +183,8 @@ pub struct Options {
     /// Signatures to break down alone (`--explain`); every one must have
     /// written in every trace.
     pub explain: Vec<u64>,
+    /// Replay Java writes under their recorded native signatures.
+    pub native_signatures: bool,
 }
 
 impl Default for Options {
@@ -197,6 +206,7 @@ impl Default for Options {
             clear_at_marks: false,
             signatures: 0,
             explain: Vec::new(),
+            native_signatures: false,
         }
     }
 }
@@ -230,6 +240,7 @@ pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
         clear_at_marks: args.clear_at_marks,
         signatures: args.signatures,
         explain: args.explain,
+        native_signatures: args.native_signatures,
     };
     let report = compare(&args.traces, &opts)?;
     if args.json {
@@ -297,6 +308,7 @@ pub fn compare(traces: &[PathBuf], opts: &Options) -> anyhow::Result<Report> {
         logical_pages: opts.fs_pages,
         force_fs_alloc: opts.fs_alloc,
         writeback_pages: Some(opts.writeback_pages),
+        native_signatures: opts.native_signatures,
         ..Default::default()
     };
     let replays: Vec<Replay> = traces
@@ -409,6 +421,7 @@ pub fn compare(traces: &[PathBuf], opts: &Options) -> anyhow::Result<Report> {
             trim: opts.trim,
             warmup_passes: opts.warmup_passes,
             clear_at_marks: opts.clear_at_marks,
+            native_signatures: opts.native_signatures,
         },
         traces: out,
     })

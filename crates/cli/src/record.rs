@@ -60,6 +60,12 @@ pub struct RecordArgs {
         requires = "device_trace"
     )]
     pub device_fill: f64,
+    /// Record beside each Java write's call path the native signature it
+    /// would have had with Java call paths off (sets PCSTREAM_JAVA_NATIVE=1),
+    /// so that `compare --native-signatures` replays the same run as the
+    /// paper's PCStream sees it. Costs a native stack capture per Java write.
+    #[arg(long)]
+    pub java_native: bool,
     #[command(flatten)]
     pub shim: ShimOptions,
     /// The command and its arguments.
@@ -264,6 +270,9 @@ pub fn run(args: RecordArgs) -> anyhow::Result<ExitCode> {
 
     let mut env = args.shim.env()?;
     env.push((var::RECORD_DIR.into(), parts_dir.clone().into_os_string()));
+    if args.java_native {
+        env.push((var::JAVA_NATIVE.into(), "1".into()));
+    }
     let mut tracer = if args.device_trace {
         let mut t = DeviceTracer::start(&DeviceTraceOptions {
             size_bytes: args.device_size,

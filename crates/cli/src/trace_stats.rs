@@ -106,6 +106,8 @@ struct SigStats {
     files: BTreeSet<usize>,
     invalidated: BTreeMap<&'static str, u64>,
     programs: BTreeSet<String>,
+    /// Native signature recorded beside this (Java) one → bytes.
+    natives: BTreeMap<u64, u64>,
 }
 
 /// Everything gathered from one pass over a trace.
@@ -182,6 +184,9 @@ impl Stats {
                 *s.streams.entry(w.stream).or_default() += w.len;
                 *s.inode_hints.entry(u64::from(w.hint)).or_default() += w.len;
                 s.files.insert(l);
+                if w.native_signature != 0 {
+                    *s.natives.entry(w.native_signature).or_default() += w.len;
+                }
                 if let Some(exe) = self.exe.get(&pid) {
                     if !s.programs.contains(exe) {
                         s.programs.insert(exe.clone());
@@ -303,6 +308,9 @@ pub struct SigReport {
     pub programs: Vec<String>,
     /// Innermost first.
     pub frames: Vec<Resolved>,
+    /// A Java call path's native signatures, recorded beside it (what
+    /// `compare --native-signatures` replays its writes under) → bytes.
+    pub native_signatures: BTreeMap<String, u64>,
 }
 
 /// The whole report.
@@ -402,6 +410,11 @@ pub fn report(trace: &Path, st: Stats, top: usize, max_frames: usize, symbols: b
                     .map(|(v, n)| (hint_name(v), n))
                     .collect(),
                 streams: s.streams,
+                native_signatures: s
+                    .natives
+                    .iter()
+                    .map(|(k, v)| (format!("{k:016x}"), *v))
+                    .collect(),
                 programs: s.programs.into_iter().collect(),
                 frames,
             }
@@ -533,6 +546,14 @@ pub fn render(r: &Report) -> String {
         }
         let calls: Vec<String> = row.calls.iter().map(|(k, v)| format!("{k}×{v}")).collect();
         let _ = writeln!(o, "       calls: {}", calls.join(" "));
+        if !row.native_signatures.is_empty() {
+            let n: Vec<&str> = row.native_signatures.keys().map(String::as_str).collect();
+            let _ = writeln!(
+                o,
+                "       native: {} (with Java call paths off; compare --native-signatures)",
+                n.join(" ")
+            );
+        }
         for (j, f) in row.frames.iter().enumerate() {
             let _ = writeln!(o, "       #{j:<2} {}", f.display());
         }

@@ -45,6 +45,10 @@ pub const SYSLOG: &str = "PCSTREAM_SYSLOG";
 pub const JAVA: &str = "PCSTREAM_JAVA";
 /// Java frames per signature (1..=16, default 16; JDK I/O plumbing not counted).
 pub const JAVA_FRAMES: &str = "PCSTREAM_JAVA_FRAMES";
+/// `1`, while recording: a Java write's native signature is recorded beside
+/// its Java call path (`WriteEvent.native_signature`, for `compare
+/// --native-signatures`). Default 0: it costs a native capture per Java write.
+pub const JAVA_NATIVE: &str = "PCSTREAM_JAVA_NATIVE";
 /// Pages whose last write the shim remembers to give in-place `O_DIRECT`
 /// writes their age class (default 262144, 4 MiB; 0 = off).
 pub const PAGE_AGES: &str = "PCSTREAM_PAGE_AGES";
@@ -65,5 +69,6 @@ pub const SHIM_VARS: &[&str] = &[
     SYSLOG,
     JAVA,
     JAVA_FRAMES,
+    JAVA_NATIVE,
     PAGE_AGES,
 ];

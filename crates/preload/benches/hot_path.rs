@@ -137,7 +137,7 @@ fn bench_on(c: &mut Criterion, t: &Thread) {
         dev: 2049,
         ino: 1234,
     };
-    let w = [1u64 << 30, 4096, 0x9234_5678_9abc_def0, 2, 3, 1, 0];
+    let w = [1u64 << 30, 4096, 0x9234_5678_9abc_def0, 2, 3, 1, 0, 0];
     let mut buf = [0u8; 256];
     // An in-place O_DIRECT 16 KiB page write (InnoDB's) over a working set
     // of 64 K pages in the default table: its age class, recorded.
@@ -177,6 +177,7 @@ fn bench_on(c: &mut Criterion, t: &Thread) {
                     hint: 3,
                     call: WriteCall::Write,
                     age_class: 0,
+                    native_signature: 0,
                 },
                 u64::MAX,
                 false,

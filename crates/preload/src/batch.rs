@@ -31,7 +31,7 @@ pub const RAWS: usize = 128;
 pub const MAX_RUN: u64 = 1 << 20;
 /// `WriteEvent.call` of a stdio write, whose runs ignore the call path
 /// ([`RawWrite`]).
-const STDIO: u32 = crate::events::WriteCall::Fwrite as u32;
+const STDIO: u16 = crate::events::WriteCall::Fwrite as u16;
 /// Bytes a stdio run may skip: what `putc`/`fputc` (not interposed: often
 /// inlined into the program) wrote to the stream between two calls.
 pub const STDIO_GAP: u64 = 512;
@@ -74,19 +74,27 @@ pub struct RawWrite {
     pub len: u64,
     /// `WriteEvent.signature`.
     pub signature: u64,
-    /// `WriteEvent.stream`.
-    pub stream: u32,
+    /// `WriteEvent.native_signature`: a Java write's native call path,
+    /// recorded beside its Java one (`java.rs`, record mode); 0 otherwise.
+    pub native: u64,
+    /// `WriteEvent.stream` (a stream id: write streams and FDP placement
+    /// handles are 16-bit).
+    pub stream: u16,
     /// `WriteEvent.hint` (an `RWH_WRITE_LIFE_*` value or a raw node's
     /// hint: < 256).
-    pub hint: u16,
-    /// `WriteEvent.age_class` (`pageage.rs`).
-    pub age: u16,
+    pub hint: u8,
+    /// `WriteEvent.age_class` (`pageage.rs`: at most 127).
+    pub age: u8,
     /// `WriteEvent.call`.
-    pub call: u32,
-    /// Writes merged into this record (`WriteEvent.calls` - 1; its batch age
-    /// is checked every 64).
-    conts: u32,
+    pub call: u16,
+    /// Writes merged into this record (`WriteEvent.calls` - 1, at most
+    /// [`MAX_CONTS`]; its batch age is checked every 64).
+    conts: u16,
 }
+
+/// Most continuations one record takes: a run of more calls goes on in
+/// a new record (one more event per 65,536 calls of a run).
+const MAX_CONTS: u16 = u16::MAX;
 
 impl RawWrite {
     /// A record of one write (its time is set when it is added).
@@ -105,10 +113,11 @@ impl RawWrite {
             offset,
             len,
             signature,
-            stream,
-            hint: hint as u16,
+            native: 0,
+            stream: stream.min(u32::from(u16::MAX)) as u16,
+            hint: hint.min(255) as u8,
             age: 0,
-            call,
+            call: call.min(u32::from(u16::MAX)) as u16,
             conts: 0,
         }
     }
@@ -116,14 +125,25 @@ impl RawWrite {
     /// This record with age class `age` (`WriteEvent.age_class`; at most
     /// 127, one byte of varint: the encoder's entry stays < 128 bytes).
     pub fn with_age(mut self, age: u32) -> RawWrite {
-        self.age = age.min(127) as u16;
+        self.age = age.min(127) as u8;
+        self
+    }
+
+    /// This record with the native signature recorded beside a Java one
+    /// (`WriteEvent.native_signature`; 0: none).
+    pub fn with_native(mut self, native: u64) -> RawWrite {
+        self.native = native;
         self
     }
 
     /// The length of this record extended by `w`, when `w` continues it.
     #[inline(always)]
     fn continued_by(&self, w: &RawWrite) -> Option<u64> {
-        if self.file != w.file || (self.hint, self.age, self.call) != (w.hint, w.age, w.call) {
+        if self.file != w.file
+            || (self.hint, self.age, self.call) != (w.hint, w.age, w.call)
+            || self.native != w.native
+            || self.conts == MAX_CONTS
+        {
             return None;
         }
         let end = self.offset.wrapping_add(self.len);
@@ -148,7 +168,7 @@ impl RawWrite {
         }
     }
 
-    fn fields(&self) -> [u64; 7] {
+    fn fields(&self) -> [u64; 8] {
         [
             self.offset,
             self.len,
@@ -157,6 +177,7 @@ impl RawWrite {
             self.hint as u64,
             self.call as u64,
             self.age as u64,
+            self.native,
         ]
     }
 }
@@ -173,6 +194,7 @@ const NO_RAW: RawWrite = RawWrite {
     offset: 0,
     len: 0,
     signature: 0,
+    native: 0,
     stream: 0,
     hint: 0,
     age: 0,
@@ -636,10 +658,12 @@ pub fn push(t: &Thread, kind: &Kind<'_>, flush_ns: u64, force: bool) {
         hint,
         call,
         age_class,
+        native_signature,
     } = *kind
     {
         let w = RawWrite::new(file, offset, len, signature, stream, hint, call as u32)
-            .with_age(age_class);
+            .with_age(age_class)
+            .with_native(native_signature);
         push_write(t, w, flush_ns, force);
         return;
     }

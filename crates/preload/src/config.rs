@@ -76,6 +76,9 @@ pub struct Config {
     pub debug: bool,
     /// `PCSTREAM_JAVA`: Java call paths (`java.rs`).
     pub java: bool,
+    /// `PCSTREAM_JAVA_NATIVE`: while recording, a Java write's native
+    /// signature beside its Java one (`java::native_beside`).
+    pub java_native: bool,
     /// `PCSTREAM_JAVA_FRAMES`: Java frames per signature.
     pub java_frames: usize,
     /// `PCSTREAM_PAGE_AGES`: pages the age table holds (`pageage.rs`; 0 = off).
@@ -103,6 +106,7 @@ impl Default for Config {
             flush_ns: 100_000_000,
             debug: false,
             java: true,
+            java_native: false,
             java_frames: MAX_FRAMES,
             page_ages: crate::pageage::DEFAULT_SLOTS,
             sysfs: PathBuf::from("/sys"),
@@ -222,6 +226,12 @@ impl Config {
             match flag(&v) {
                 Some(b) => c.java = b,
                 None => complain(env::JAVA, v, "0 or 1"),
+            }
+        }
+        if let Some(v) = text(env::JAVA_NATIVE) {
+            match flag(&v) {
+                Some(b) => c.java_native = b,
+                None => complain(env::JAVA_NATIVE, v, "0 or 1"),
             }
         }
         (c, bad)

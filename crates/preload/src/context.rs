@@ -72,6 +72,55 @@ pub(crate) unsafe fn cached_context(t: &Thread, rec: *const usize) -> Option<(u6
         .map(|(sig, stream)| (sig.0, stream))
 }
 
+/// The native signature of a Java write, recorded beside its Java call
+/// path `signature` (`java::native_beside`): the call path captured as
+/// with Java call paths off (the signature caches, else a full capture,
+/// described the first time). 0 for every other write, and when the two
+/// are the same (the Java stack could not be read).
+///
+/// # Safety
+/// `rec` is the entry trampoline's frame record on this thread's stack.
+#[inline(always)]
+pub(crate) unsafe fn native_beside_java(t: &Thread, rec: *const usize, signature: u64) -> u64 {
+    let Some(table) = modules::table() else {
+        return 0;
+    };
+    // SAFETY: forwarded caller contract.
+    if !unsafe { crate::java::native_beside(table, rec) } {
+        return 0;
+    }
+    // SAFETY: forwarded caller contract.
+    let native = unsafe { native_capture(t, rec) };
+    if native == signature {
+        0
+    } else {
+        native
+    }
+}
+
+/// [`native_beside_java`]'s capture, out of line.
+///
+/// # Safety
+/// As [`native_beside_java`].
+#[cold]
+#[inline(never)]
+unsafe fn native_capture(t: &Thread, rec: *const usize) -> u64 {
+    let Some(table) = modules::table() else {
+        return 0;
+    };
+    // SAFETY: forwarded caller contract.
+    if let Some((sig, _)) = unsafe { signature::cached(t, table, rec, state::params()) } {
+        return sig.0;
+    }
+    let mut cap = Captured::new();
+    // SAFETY: forwarded caller contract.
+    if !unsafe { capture(t, rec, &mut cap) } {
+        return 0;
+    }
+    describe(&cap);
+    cap.signature.0
+}
+
 /// Describes a program context (modules, signature) the first time this
 /// process sees it.
 fn describe(cap: &Captured) {

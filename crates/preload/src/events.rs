@@ -213,6 +213,8 @@ pub enum Kind<'a> {
         call: WriteCall,
         /// `WriteEvent.age_class` (0: none).
         age_class: u32,
+        /// `WriteEvent.native_signature` (0: none).
+        native_signature: u64,
     },
     /// `InvalidateEvent`.
     Invalidate {
@@ -276,6 +278,7 @@ pub fn encode_event(e: &mut Enc<'_>, time_ns: u64, tid: u32, kind: &Kind<'_>) {
             hint,
             call,
             age_class,
+            native_signature,
         } => e.message(10, |e| {
             file_id(e, 1, file);
             e.uint(2, offset);
@@ -285,6 +288,7 @@ pub fn encode_event(e: &mut Enc<'_>, time_ns: u64, tid: u32, kind: &Kind<'_>) {
             e.uint(6, hint as u64);
             e.uint(7, call as u64);
             e.uint(9, age_class as u64);
+            e.uint(10, native_signature);
         }),
         Kind::Invalidate {
             file,
@@ -462,7 +466,9 @@ unsafe fn put_small3(p: *mut u8, key: u8, v: [u64; 3]) -> *mut u8 {
 /// repeat from one write to the next (the thread id, the file) are encoded
 /// once and copied.
 ///
-/// An entry is at most 1 + 1 + 11 + 6 + 1 + 1 + 71 = 92 bytes, so both
+/// An entry is at most 1 + 1 + 11 + 6 + 1 + 1 + 71 = 92 bytes before
+/// `calls`, `age_class` and `native_signature` (≤ 4 + 2 + 11 more: 109),
+/// so both
 /// enclosing lengths (`Event`, `WriteEvent`) are single bytes whose place is
 /// known before the body is written: the header goes first, the body right
 /// after it, and the two lengths are filled in at the end. Produces exactly
@@ -521,7 +527,7 @@ impl WriteEncoder {
         out: *mut u8,
         now: u64,
         f: FileId,
-        w: &[u64; 7],
+        w: &[u64; 8],
         calls: u64,
     ) -> usize {
         if f != self.file {
@@ -529,8 +535,8 @@ impl WriteEncoder {
         }
         // SAFETY: every write below stays within the 92-byte entry plus the
         // scratch bytes a field may store past its end (≤ 32, the file
-        // copy), and `calls` and `age_class` (≤ 11 more each):
-        // < WRITE_ENTRY_ROOM.
+        // copy), and `calls`, `age_class` and `native_signature` (≤ 11
+        // more each): < WRITE_ENTRY_ROOM.
         unsafe {
             out.write(0x1a); // EventBatch.events; length at out+1
             let mut p = put_uint(out.add(2), 0x08, now); // Event.time_ns
@@ -549,6 +555,7 @@ impl WriteEncoder {
             p = put_small3(p, 0x28, [w[3], w[4], w[5]]); // stream, hint, call
             p = put_uint(p, 0x40, calls); // calls (0: absent, one call)
             p = put_uint(p, 0x48, w[6]); // age_class (0: absent)
+            p = put_uint(p, 0x50, w[7]); // native_signature (0: absent)
             wlen.write(p.offset_from(body) as u8);
             out.add(1).write(p.offset_from(out) as u8 - 2);
             p.offset_from(out) as usize
@@ -556,7 +563,8 @@ impl WriteEncoder {
     }
 
     /// One entry at the start of `buf`; `None` when it does not fit.
-    /// `w` = offset, len, signature, stream, hint, call, age class; `calls`: the calls
+    /// `w` = offset, len, signature, stream, hint, call, age class, native
+    /// signature; `calls`: the calls
     /// the event stands for when more than one (0: one, not encoded).
     #[inline]
     pub fn entry(
@@ -564,7 +572,7 @@ impl WriteEncoder {
         buf: &mut [u8],
         now: u64,
         f: FileId,
-        w: &[u64; 7],
+        w: &[u64; 8],
         calls: u64,
     ) -> Option<usize> {
         if buf.len() >= WRITE_ENTRY_ROOM {
@@ -588,7 +596,7 @@ pub fn encode_write_entry(
     now: u64,
     tid: u32,
     f: FileId,
-    w: &[u64; 7],
+    w: &[u64; 8],
 ) -> Option<usize> {
     WriteEncoder::new(tid).entry(buf, now, f, w, 0)
 }
@@ -618,6 +626,7 @@ mod tests {
             hint: 4,
             call: WriteCall::Pwrite,
             age_class: 3,
+            native_signature: 0x0123_4567_89ab_cdef,
         });
         assert_eq!(ev.time_ns, 123_456_789);
         assert_eq!(ev.tid, 42);
@@ -633,6 +642,7 @@ mod tests {
             (w.stream, w.hint, w.call, w.age_class),
             (3, 4, wire::WriteCall::Pwrite as i32, 3)
         );
+        assert_eq!(w.native_signature, 0x0123_4567_89ab_cdef);
     }
 
     #[test]
@@ -695,15 +705,15 @@ mod tests {
     #[test]
     fn fast_write_encoder_matches_the_generic_one() {
         let cases = [
-            (FileId { dev: 0, ino: 5 }, [0u64, 4096, 77, 0, 0, 1, 0]),
+            (FileId { dev: 0, ino: 5 }, [0u64, 4096, 77, 0, 0, 1, 0, 0]),
             (
                 FileId {
                     dev: 2049,
                     ino: 1 << 40,
                 },
-                [1 << 50, 1, u64::MAX, 4, 5, 5, 2],
+                [1 << 50, 1, u64::MAX, 4, 5, 5, 2, 0x77],
             ),
-            (FileId::default(), [0; 7]),
+            (FileId::default(), [0; 8]),
             (
                 // The largest body the stack buffer must hold.
                 FileId {
@@ -718,6 +728,7 @@ mod tests {
                     u32::MAX as u64,
                     5,
                     127,
+                    u64::MAX,
                 ],
             ),
             (
@@ -725,14 +736,14 @@ mod tests {
                     dev: 1 << 7,
                     ino: 1 << 14,
                 },
-                [1 << 21, 1 << 28, 1 << 35, 127, 128, 1, 16],
+                [1 << 21, 1 << 28, 1 << 35, 127, 128, 1, 16, 1 << 40],
             ),
             (
                 FileId {
                     dev: (1 << 56) - 1,
                     ino: 1 << 56,
                 },
-                [(1 << 63) + 1, 1 << 49, (1 << 62) | 3, 0, 7, 5, 1],
+                [(1 << 63) + 1, 1 << 49, (1 << 62) | 3, 0, 7, 5, 1, 0],
             ),
         ];
         let stamps = [(99, 7), (0, 0), (u64::MAX, u32::MAX), (1 << 50, 123_456)];
@@ -760,6 +771,7 @@ mod tests {
                         hint: w[4] as u32,
                         call,
                         age_class: w[6] as u32,
+                        native_signature: w[7],
                     },
                 )
             });
@@ -779,7 +791,7 @@ mod tests {
     #[test]
     fn a_coalesced_write_says_how_many_calls() {
         let f = FileId { dev: 1, ino: 2 };
-        let w = [0, 50 * 4096, 9, 1, 2, WriteCall::Write as u64, 0];
+        let w = [0, 50 * 4096, 9, 1, 2, WriteCall::Write as u64, 0, 0];
         for calls in [0u64, 2, 50, u32::MAX as u64] {
             let mut buf = [0u8; 256];
             let n = WriteEncoder::new(7)
@@ -815,6 +827,7 @@ mod tests {
                 3,
                 1,
                 i as u64,
+                i as u64 * 7,
             ];
             let mut got = [0u8; 256];
             let n = enc.entry(&mut got, 1 << 44, f, &w, 0).unwrap();

@@ -119,14 +119,43 @@ static ENABLED: AtomicBool = AtomicBool::new(true);
 /// `PCSTREAM_JAVA_FRAMES`: Java frames per signature.
 static FRAMES: AtomicUsize = AtomicUsize::new(crate::config::MAX_FRAMES);
 
+/// Whether a Java write's native signature is recorded beside its Java
+/// one (`PCSTREAM_JAVA_NATIVE` while recording, Java call paths on): see
+/// [`native_beside`].
+static NATIVE_BESIDE: AtomicBool = AtomicBool::new(false);
+
 /// Turns Java call paths on or off (`PCSTREAM_JAVA`) and sets their depth
-/// (`PCSTREAM_JAVA_FRAMES`), at init.
-pub fn configure(on: bool, frames: usize) {
+/// (`PCSTREAM_JAVA_FRAMES`), at init; `native_beside`: the shim records a
+/// trace and `PCSTREAM_JAVA_NATIVE` asks for a Java write's native
+/// signature beside its Java one ([`native_beside`]).
+pub fn configure(on: bool, frames: usize, native_beside: bool) {
     FRAMES.store(frames, Ordering::Relaxed);
     ENABLED.store(on, Ordering::Relaxed);
+    NATIVE_BESIDE.store(on && native_beside, Ordering::Relaxed);
     if !on {
         JVM_LOADED.store(false, Ordering::Relaxed);
     }
+}
+
+/// Whether this write's native signature is to be recorded beside its
+/// Java one: asked for while recording (`PCSTREAM_JAVA_NATIVE`), with a
+/// JVM in the process, and the write called
+/// from the JDK's I/O natives (`rec`'s return address in one). Its native
+/// signature is what the write would have had with Java call paths off
+/// (`PCSTREAM_JAVA=0`): the paper's PCStream without its JDK change, which
+/// `pcstreamctl compare --native-signatures` replays from the same trace
+/// (`WriteEvent.native_signature`). One relaxed load when not recording.
+///
+/// # Safety
+/// `rec` is the entry trampoline's frame record on this thread's stack.
+#[inline(always)]
+pub unsafe fn native_beside(table: &Table, rec: *const usize) -> bool {
+    if !NATIVE_BESIDE.load(Ordering::Relaxed) || !JVM_LOADED.load(Ordering::Relaxed) {
+        return false;
+    }
+    // SAFETY: the record's two words are on this thread's stack.
+    let ra = unsafe { *rec.add(1) };
+    in_jdk_natives(table, ra)
 }
 
 /// Notes that a module of the table is the JVM (`modules.rs`).

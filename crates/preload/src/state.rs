@@ -277,7 +277,11 @@ pub unsafe fn init(argc: i32, argv: *const *const libc::c_char) {
         c.socket = abs;
     }
     set_hot(&c);
-    crate::java::configure(c.java, c.java_frames);
+    crate::java::configure(
+        c.java,
+        c.java_frames,
+        c.java_native && c.record_dir.is_some(),
+    );
     crate::pageage::configure(c.page_ages);
     let _ = CONFIG.set(c);
     let mut args = Vec::new();

@@ -225,6 +225,8 @@ pub unsafe fn write(
             let age = b.age.unwrap_or_else(|| aged::age_of(info, offset, n));
             let stream = aged::aged_stream(signature, stream, info, age);
             let hint_now = inode_hint(fd, info, stream);
+            // SAFETY: forwarded caller contract.
+            let native = unsafe { crate::context::native_beside_java(t, rec, signature) };
             state::emit_write(
                 t,
                 RawWrite::new(
@@ -236,7 +238,8 @@ pub unsafe fn write(
                     hint_now as u32,
                     call as u32,
                 )
-                .with_age(age),
+                .with_age(age)
+                .with_native(native),
             );
             return;
         }
@@ -341,6 +344,8 @@ pub(crate) unsafe fn finish_write(
             name_file(fd, info);
             files::mark_named(fd);
         }
+        // SAFETY: forwarded caller contract.
+        let native = unsafe { crate::context::native_beside_java(t, rec, signature) };
         state::emit_write(
             t,
             RawWrite::new(
@@ -352,7 +357,8 @@ pub(crate) unsafe fn finish_write(
                 hint_now as u32,
                 call as u32,
             )
-            .with_age(age),
+            .with_age(age)
+            .with_native(native),
         );
     }
     Some((stream, hint_now as u32))

@@ -168,6 +168,16 @@ pub enum ReplayError {
         /// What is wrong.
         source: BuildError,
     },
+    /// Native signatures asked for ([`crate::ReplayOptions::native_signatures`])
+    /// but the trace has none.
+    #[error(
+        "{path}: no write carries a native signature (only a Java program's writes \
+         through the JDK's I/O natives, recorded with Java call paths on, have one)"
+    )]
+    NoNativeSignatures {
+        /// The trace file.
+        path: String,
+    },
     /// A policy run could not be set up.
     #[error("{policy}: {source}")]
     Run {

@@ -100,6 +100,12 @@ pub struct ReplayOptions {
     /// in the write (`pcstream_placement::online::page_time`). Ignored
     /// otherwise.
     pub byte_clock: bool,
+    /// Replay each write under the native signature the shim recorded
+    /// beside its Java call path (`WriteEvent.native_signature`; writes
+    /// without one keep theirs): the same run as the paper's PCStream sees
+    /// it without its JDK change. A trace with none is an error
+    /// ([`ReplayError::NoNativeSignatures`]).
+    pub native_signatures: bool,
 }
 
 impl Replay {
@@ -114,6 +120,7 @@ impl Replay {
         let mut device_size: Option<u64> = None;
         let mut workload_start: Option<u64> = None;
         let mut seq = 0u64;
+        let mut native_writes = 0u64;
         let mut push = |evs: &mut Vec<(u64, u8, u64, Ev)>, t: u64, e: Ev| {
             evs.push((t, e.rank(), seq, e));
             seq += 1;
@@ -134,7 +141,13 @@ impl Replay {
                     for e in b.events {
                         let t = e.time_ns;
                         match e.kind {
-                            Some(Kind::Write(w)) => push(&mut evs, t, Ev::ShimWrite(w)),
+                            Some(Kind::Write(mut w)) => {
+                                if opts.native_signatures && w.native_signature != 0 {
+                                    w.signature = w.native_signature;
+                                    native_writes += 1;
+                                }
+                                push(&mut evs, t, Ev::ShimWrite(w))
+                            }
                             Some(Kind::Invalidate(i)) => push(&mut evs, t, Ev::ShimInvalidate(i)),
                             Some(Kind::AppHint(h)) => push(&mut evs, t, Ev::AppHint(h)),
                             Some(Kind::Open(o)) => {
@@ -157,6 +170,9 @@ impl Replay {
                 }
                 Some(Record::Header(_)) | None => {}
             }
+        }
+        if opts.native_signatures && native_writes == 0 {
+            return Err(ReplayError::NoNativeSignatures { path: name });
         }
         evs.sort_by_key(|(t, r, s, _)| (*t, *r, *s));
         let has_device = evs.iter().any(|e| matches!(e.3, Ev::Block(_)));

@@ -163,6 +163,20 @@ impl Trace {
         m
     }
 
+    /// [`Trace::write_sigs`] by the native signature recorded beside a
+    /// Java call path (`WriteEvent.native_signature`; 0: none).
+    pub fn native_sigs(&self, pred: &dyn Fn(&str) -> bool) -> BTreeMap<u64, u64> {
+        let mut m = BTreeMap::new();
+        for (i, (_, e)) in self.events.iter().enumerate() {
+            if let Some(Kind::Write(w)) = &e.kind {
+                if self.file_matches(self.file_of(i, &w.file), pred) {
+                    *m.entry(w.native_signature).or_default() += w.len;
+                }
+            }
+        }
+        m
+    }
+
     /// Names of files whose name matches `pred` that were invalidated with `kind`.
     pub fn invalidated(
         &self,

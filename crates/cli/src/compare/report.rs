@@ -39,6 +39,9 @@ pub struct Settings {
     pub warmup_passes: u32,
     /// Policies restarted with empty tables at each round mark.
     pub clear_at_marks: bool,
+    /// Java writes replayed under their recorded native signatures
+    /// (`--native-signatures`).
+    pub native_signatures: bool,
 }
 
 /// One trace's results.

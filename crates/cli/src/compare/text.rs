@@ -102,6 +102,13 @@ pub fn render(rep: &Report) -> String {
             }
         );
     }
+    if st.native_signatures {
+        let _ = writeln!(
+            o,
+            "signatures: Java writes under their native signatures (the JDK native they went \
+             through: what the paper's PCStream sees without its JDK change)"
+        );
+    }
     for t in &rep.traces {
         let j = &t.join;
         let d = &t.device;
