@@ -530,7 +530,8 @@ def native_section(w, main_, native):
                 pj, qj = j.get("pcstream"), j.get("pcstream-paper")
                 pn, qn = nat.get("pcstream"), nat.get("pcstream-paper")
                 f4 = lambda v: "–" if v is None else f"{v:.4f}"
-                d = None if pj is None or qn is None else pj - qn
+                # To the 4 places shown (no "-0.0000").
+                d = None if pj is None or qn is None else round(pj - qn, 4) + 0.0
                 if d is not None:
                     diffs.append(d)
                 w(f"| {wl} {rk} | {f4(pj)} | {f4(qj)} | {f4(qn)} | {f4(pn)} | "
