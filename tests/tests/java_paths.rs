@@ -6,7 +6,10 @@
 //! scratch files deleted four rounds later. 1,500 rounds: the JIT
 //! compiles the paths, and repeats are recognised from the stack's JIT
 //! return addresses (`java.rs`) without walking it: every write must
-//! still get its own path's signature.
+//! still get its own path's signature. Recorded with
+//! `PCSTREAM_JAVA_NATIVE=1`, each write also carries the native signature
+//! a `PCSTREAM_JAVA=0` run gives it, which `compare --native-signatures`
+//! replays the trace under.
 
 mod app_common;
 mod daemon_common;
