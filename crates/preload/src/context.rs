@@ -76,17 +76,14 @@ pub(crate) unsafe fn cached_context(t: &Thread, rec: *const usize) -> Option<(u6
 /// path `signature` (`java::native_beside`): the call path captured as
 /// with Java call paths off (the signature caches, else a full capture,
 /// described the first time). 0 for every other write, and when the two
-/// are the same (the Java stack could not be read).
+/// are the same (the Java stack could not be read). Two relaxed loads
+/// unless recording native signatures.
 ///
 /// # Safety
 /// `rec` is the entry trampoline's frame record on this thread's stack.
 #[inline(always)]
 pub(crate) unsafe fn native_beside_java(t: &Thread, rec: *const usize, signature: u64) -> u64 {
-    let Some(table) = modules::table() else {
-        return 0;
-    };
-    // SAFETY: forwarded caller contract.
-    if !unsafe { crate::java::native_beside(table, rec) } {
+    if !crate::java::native_beside() {
         return 0;
     }
     // SAFETY: forwarded caller contract.
@@ -98,7 +95,8 @@ pub(crate) unsafe fn native_beside_java(t: &Thread, rec: *const usize, signature
     }
 }
 
-/// [`native_beside_java`]'s capture, out of line.
+/// [`native_beside_java`]'s capture, out of line: 0 for a write not
+/// called from the JDK's I/O natives.
 ///
 /// # Safety
 /// As [`native_beside_java`].
@@ -108,6 +106,10 @@ unsafe fn native_capture(t: &Thread, rec: *const usize) -> u64 {
     let Some(table) = modules::table() else {
         return 0;
     };
+    // SAFETY: forwarded caller contract.
+    if !unsafe { crate::java::from_jdk_natives(table, rec) } {
+        return 0;
+    }
     // SAFETY: forwarded caller contract.
     if let Some((sig, _)) = unsafe { signature::cached(t, table, rec, state::params()) } {
         return sig.0;

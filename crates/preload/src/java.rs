@@ -137,22 +137,26 @@ pub fn configure(on: bool, frames: usize, native_beside: bool) {
     }
 }
 
-/// Whether this write's native signature is to be recorded beside its
-/// Java one: asked for while recording (`PCSTREAM_JAVA_NATIVE`), with a
-/// JVM in the process, and the write called
-/// from the JDK's I/O natives (`rec`'s return address in one). Its native
-/// signature is what the write would have had with Java call paths off
-/// (`PCSTREAM_JAVA=0`): the paper's PCStream without its JDK change, which
-/// `pcstreamctl compare --native-signatures` replays from the same trace
-/// (`WriteEvent.native_signature`). One relaxed load when not recording.
+/// Whether Java writes' native signatures are recorded beside their Java
+/// ones: asked for while recording (`PCSTREAM_JAVA_NATIVE`), with a JVM
+/// in the process. A write's native signature is what it would have had
+/// with Java call paths off (`PCSTREAM_JAVA=0`): the paper's PCStream
+/// without its JDK change, which `pcstreamctl compare
+/// --native-signatures` replays from the same trace
+/// (`WriteEvent.native_signature`). Two relaxed loads: what every other
+/// write pays.
+#[inline(always)]
+pub fn native_beside() -> bool {
+    NATIVE_BESIDE.load(Ordering::Relaxed) && JVM_LOADED.load(Ordering::Relaxed)
+}
+
+/// Whether the write behind `rec` was called from the JDK's I/O natives
+/// (its return address in one): a Java write.
 ///
 /// # Safety
 /// `rec` is the entry trampoline's frame record on this thread's stack.
 #[inline(always)]
-pub unsafe fn native_beside(table: &Table, rec: *const usize) -> bool {
-    if !NATIVE_BESIDE.load(Ordering::Relaxed) || !JVM_LOADED.load(Ordering::Relaxed) {
-        return false;
-    }
+pub unsafe fn from_jdk_natives(table: &Table, rec: *const usize) -> bool {
     // SAFETY: the record's two words are on this thread's stack.
     let ra = unsafe { *rec.add(1) };
     in_jdk_natives(table, ra)
@@ -191,9 +195,8 @@ pub unsafe fn direct(t: &Thread, table: &Table, rec: *const usize) -> Option<(u6
 /// As [`direct`].
 #[inline(never)]
 unsafe fn direct_jvm(t: &Thread, table: &Table, rec: *const usize) -> Option<(u64, u32)> {
-    // SAFETY: the record's two words are on this thread's stack.
-    let ra = unsafe { *rec.add(1) };
-    if !in_jdk_natives(table, ra) || env().is_none() {
+    // SAFETY: forwarded caller contract.
+    if !unsafe { from_jdk_natives(table, rec) } || env().is_none() {
         return None;
     }
     // SAFETY: forwarded caller contract.

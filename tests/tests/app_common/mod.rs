@@ -152,25 +152,26 @@ impl Trace {
 
     /// Signatures of writes to files whose name matches `pred`, with bytes.
     pub fn write_sigs(&self, pred: &dyn Fn(&str) -> bool) -> BTreeMap<u64, u64> {
-        let mut m = BTreeMap::new();
-        for (i, (_, e)) in self.events.iter().enumerate() {
-            if let Some(Kind::Write(w)) = &e.kind {
-                if self.file_matches(self.file_of(i, &w.file), pred) {
-                    *m.entry(w.signature).or_default() += w.len;
-                }
-            }
-        }
-        m
+        self.bytes_by(pred, |w| w.signature)
     }
 
     /// [`Trace::write_sigs`] by the native signature recorded beside a
     /// Java call path (`WriteEvent.native_signature`; 0: none).
     pub fn native_sigs(&self, pred: &dyn Fn(&str) -> bool) -> BTreeMap<u64, u64> {
+        self.bytes_by(pred, |w| w.native_signature)
+    }
+
+    /// Bytes written to files whose name matches `pred`, by `key` of the write.
+    fn bytes_by(
+        &self,
+        pred: &dyn Fn(&str) -> bool,
+        key: impl Fn(&wire::WriteEvent) -> u64,
+    ) -> BTreeMap<u64, u64> {
         let mut m = BTreeMap::new();
         for (i, (_, e)) in self.events.iter().enumerate() {
             if let Some(Kind::Write(w)) = &e.kind {
                 if self.file_matches(self.file_of(i, &w.file), pred) {
-                    *m.entry(w.native_signature).or_default() += w.len;
+                    *m.entry(key(w)).or_default() += w.len;
                 }
             }
         }
